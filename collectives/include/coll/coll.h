@@ -1,0 +1,137 @@
+/*
+ * Pure collective algorithms (no ACL, no sockets, no MPI).
+ *
+ * The caller (libhccl) has already agreed with its peers on the operation and
+ * the path, and resolved every pointer into this process's address space:
+ *
+ *  - direct ("zero-copy") algorithms get in[r] / out[r], the user buffers of
+ *    every rank r, and move bytes straight between them;
+ *  - staged ("buffered") algorithms get only this rank's own send/recv
+ *    buffers plus ccl[r], every rank's CCL buffer of ccl_bytes bytes, and
+ *    move user -> own CCL buffer -> peers -> user, in chunks.
+ *
+ * Ranks meet only through sync->barrier(); every rank calls an algorithm with
+ * the same arguments (but its own rank), and the algorithm calls barrier() the
+ * same number of times on every rank. Entry (all inputs ready) and exit (no
+ * peer still reads my buffers) barriers are the caller's job, not the
+ * algorithm's. The reduction order is fixed by rank (rank 0 first), so every
+ * rank computes bitwise-identical results; fp16/bf16 accumulate in fp32 and
+ * round once.
+ *
+ * Functions return 0 or a negative zc_status_t (a barrier failure is passed
+ * through unchanged).
+ */
+#ifndef COLL_COLL_H
+#define COLL_COLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Values equal HcclDataType / HcclReduceOp so the API edge maps 1:1. */
+typedef enum {
+    COLL_INT8 = 0,
+    COLL_INT16 = 1,
+    COLL_INT32 = 2,
+    COLL_FP16 = 3,
+    COLL_FP32 = 4,
+    COLL_INT64 = 5,
+    COLL_UINT64 = 6,
+    COLL_UINT8 = 7,
+    COLL_UINT16 = 8,
+    COLL_UINT32 = 9,
+    COLL_FP64 = 10,
+    COLL_BF16 = 11,
+    COLL_INT128 = 12,
+    COLL_HIF8 = 14,
+    COLL_FP8E4M3 = 15,
+    COLL_FP8E5M2 = 16,
+    COLL_FP8E8M0 = 17,
+} coll_dtype_t;
+
+typedef enum { COLL_SUM = 0, COLL_PROD = 1, COLL_MAX = 2, COLL_MIN = 3 } coll_op_t;
+
+/** Element size in bytes; 0 for an unknown type. */
+size_t coll_dtype_size(int dtype);
+
+/** 1 when coll_reduce_n supports (dtype, op), else 0. Copy-only collectives
+ *  accept every type with a non-zero size. */
+int coll_reducible(int dtype, int op);
+
+/**
+ * dst[i] = src[0][i] op src[1][i] op ... op src[n-1][i], left to right.
+ * dst may alias any src (each element is read from every source before it is
+ * written). fp16/bf16 accumulate in fp32 over all n inputs and round once.
+ */
+void coll_reduce_n(void *dst, const void *const *src, int n, size_t count, int dtype, int op);
+
+/** memcpy that switches to non-temporal stores at nt_min bytes (0 = never). */
+void coll_copy(void *dst, const void *src, size_t bytes, size_t nt_min);
+
+typedef struct coll_sync {
+    /** Wait until every rank of the op called barrier the same number of
+     *  times. Returns 0 or a negative zc_status_t (timeout, dead peer). */
+    int (*barrier)(struct coll_sync *self);
+} coll_sync_t;
+
+typedef struct {
+    size_t oneshot_max; /* AllReduce bytes up to which each rank reduces everything */
+    size_t nt_min;      /* copies from this size use non-temporal stores (0 = never) */
+} coll_tuning_t;
+
+typedef struct {
+    int rank;
+    int nranks;
+    int root;           /* Broadcast, Reduce, Scatter */
+    int dtype;          /* coll_dtype_t */
+    int op;             /* coll_op_t */
+    size_t count;       /* HCCL's count argument of the collective (elements) */
+
+    /* direct path: every rank's buffers, valid in this process */
+    const void *const *in;
+    void *const *out;
+
+    /* staged path: this rank's buffers and every rank's CCL buffer */
+    const void *send;
+    void *recv;
+    void *const *ccl;
+    size_t ccl_bytes;
+
+    /* V collectives: arrays of nranks elements as passed by each rank r
+     * (xxx[r] is rank r's argument), in elements; NULL when unused.
+     * AlltoAllVC passes its n x n matrix as send_counts[r] = row... see
+     * coll_alltoallv: the caller converts VC to V form. */
+    const uint64_t *const *send_counts;
+    const uint64_t *const *send_displs;
+    const uint64_t *const *recv_counts;
+    const uint64_t *const *recv_displs;
+    const uint64_t *recv_count_each; /* ReduceScatterV: recv count of each rank */
+
+    coll_sync_t *sync;
+    uint64_t *staged_bytes; /* += bytes copied into CCL buffers (may be NULL) */
+    const coll_tuning_t *tune;
+} coll_args_t;
+
+/* Each collective has a direct and a staged variant with the same meaning as
+ * the HCCL call of the same name (counts in elements of dtype). */
+int coll_allreduce_direct(const coll_args_t *a);
+int coll_allreduce_staged(const coll_args_t *a);
+int coll_allgather_direct(const coll_args_t *a);  /* count = per-rank send count */
+int coll_allgather_staged(const coll_args_t *a);
+int coll_allgatherv_direct(const coll_args_t *a); /* recv_counts/recv_displs[r] */
+int coll_allgatherv_staged(const coll_args_t *a);
+int coll_reducescatter_direct(const coll_args_t *a); /* count = recv count */
+int coll_reducescatter_staged(const coll_args_t *a);
+int coll_reducescatterv_direct(const coll_args_t *a); /* send_counts/send_displs[r] */
+int coll_reducescatterv_staged(const coll_args_t *a);
+int coll_broadcast_direct(const coll_args_t *a); /* in == out per rank (one buffer) */
+int coll_broadcast_staged(const coll_args_t *a);
+int coll_reduce_direct(const coll_args_t *a);
+int coll_reduce_staged(const coll_args_t *a);
+int coll_scatter_direct(const coll_args_t *a); /* count = recv count */
+int coll_scatter_staged(const coll_args_t *a);
+int coll_alltoall_direct(const coll_args_t *a); /* count = per-peer count */
+int coll_alltoall_staged(const coll_args_t *a);
+int coll_alltoallv_direct(const coll_args_t *a); /* all four arrays */
+int coll_alltoallv_staged(const coll_args_t *a);
+
+#endif /* COLL_COLL_H */

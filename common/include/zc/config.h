@@ -1,0 +1,71 @@
+/*
+ * The one table of environment variables.
+ *
+ * Every variable zccl reads is listed here once (name, type, field, default,
+ * help). The table is read once per process into an immutable zc_config_t;
+ * ZCCL_PRINT_CONFIG=1 dumps it, a set HCCL_ / ZCCL_ variable that is not in
+ * the table gets a warning (a misspelling would otherwise be silent), and the
+ * README's table is generated from it (zccl_config --markdown). Communicators
+ * copy the values they use, so HcclCommConfig can override them per comm.
+ */
+#ifndef ZC_CONFIG_H
+#define ZC_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum { ZC_CFG_UINT, ZC_CFG_BOOL, ZC_CFG_STR } zc_cfg_type_t;
+
+/* X(ENV_NAME, type, field, default, min, max, help) ; min/max apply to UINT. */
+#define ZC_CONFIG_TABLE(X)                                                                     \
+    X(HCCL_BUFFSIZE, ZC_CFG_UINT, buffsize_mb, "200", 1, 65536,                                \
+      "Size in MB of each communicator's CCL buffer (buffered path), created on first use")    \
+    X(HCCL_CONNECT_TIMEOUT, ZC_CFG_UINT, connect_timeout_s, "120", 1, 86400,                   \
+      "Seconds communicator init waits for all ranks before failing with HCCL_E_TIMEOUT")      \
+    X(HCCL_EXEC_TIMEOUT, ZC_CFG_UINT, exec_timeout_s, "1836", 0, 2147483,                      \
+      "Seconds a collective may wait for its peers (0 = never time out)")                      \
+    X(HCCL_IF_IP, ZC_CFG_STR, if_ip, "", 0, 0,                                                 \
+      "IPv4 address the root listener binds and advertises (default: loopback)")               \
+    X(HCCL_SOCKET_IFNAME, ZC_CFG_STR, socket_ifname, "", 0, 0,                                 \
+      "Accepted for compatibility; zccl is single-host and uses loopback")                     \
+    X(HCCL_DETERMINISTIC, ZC_CFG_BOOL, deterministic, "true", 0, 1,                            \
+      "Fixed reduction order (zccl is always deterministic; false is accepted)")               \
+    X(HCCL_WHITELIST_DISABLE, ZC_CFG_BOOL, whitelist_disable, "true", 0, 1,                    \
+      "Accepted for compatibility; the root listener checks the unique id")                    \
+    X(ZCCL_DEVICES, ZC_CFG_UINT, devices, "0", 0, 4096,                                        \
+      "Number of logical devices (0 = one per core reported by hwloc)")                        \
+    X(ZCCL_LOG_LEVEL, ZC_CFG_STR, log_level, "warn", 0, 0,                                     \
+      "Log level: error, warn, info or debug")                                                 \
+    X(ZCCL_LOG_SUBSYS, ZC_CFG_STR, log_subsys, "ALL", 0, 0,                                    \
+      "Comma list of subsystems to log (INIT,VMM,MEM,STREAM,BROKER,BOOT,COMM,COLL,ZCOPY), "   \
+      "^ inverts")                                                                             \
+    X(ZCCL_LOG_FILE, ZC_CFG_STR, log_file, "", 0, 0,                                           \
+      "Log to this file instead of stderr (%h = host, %p = pid)")                              \
+    X(ZCCL_PRINT_CONFIG, ZC_CFG_BOOL, print_config, "false", 0, 1,                             \
+      "Print this table with the values in force at first use")                                \
+    X(ZCCL_SPIN_ITERS, ZC_CFG_UINT, spin_iters, "2000", 0, 100000000,                          \
+      "Polls of a shared flag before a waiter sleeps on its futex")                            \
+    X(ZCCL_ONESHOT_MAX, ZC_CFG_UINT, oneshot_max, "16384", 0, 1073741824,                      \
+      "AllReduce messages up to this many bytes use the one-shot algorithm")                   \
+    X(ZCCL_NT_MIN, ZC_CFG_UINT, nt_min, "4194304", 0, 4294967295u,                             \
+      "Copies of at least this many bytes use non-temporal stores (0 = never)")
+
+typedef struct {
+#define ZC_CFG_FIELD_UINT(f) uint64_t f;
+#define ZC_CFG_FIELD_BOOL(f) int f;
+#define ZC_CFG_FIELD_STR(f) char f[256];
+#define ZC_CFG_FIELD(name, type, field, def, mn, mx, help) ZC_CFG_FIELD_##type(field)
+#define ZC_CFG_FIELD_ZC_CFG_UINT(f) ZC_CFG_FIELD_UINT(f)
+#define ZC_CFG_FIELD_ZC_CFG_BOOL(f) ZC_CFG_FIELD_BOOL(f)
+#define ZC_CFG_FIELD_ZC_CFG_STR(f) ZC_CFG_FIELD_STR(f)
+    ZC_CONFIG_TABLE(ZC_CFG_FIELD)
+#undef ZC_CFG_FIELD
+} zc_config_t;
+
+/** The process-wide configuration, read from the environment on first call. */
+const zc_config_t *zc_config(void);
+
+/** Print the table with values in force (text) or as a Markdown table (docs). */
+void zc_config_print(FILE *out, int markdown);
+
+#endif /* ZC_CONFIG_H */

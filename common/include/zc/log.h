@@ -1,0 +1,81 @@
+/*
+ * Logging: one line per event, "host:pid:tid [rank] zccl LEVEL SUBSYS file:line msg".
+ *
+ * ZCCL_LOG_LEVEL (error|warn|info|debug, default warn) picks the level,
+ * ZCCL_LOG_SUBSYS a comma list of subsystems (INIT,VMM,MEM,STREAM,BROKER,
+ * BOOT,COMM,COLL,ZCOPY,TEST or ALL; a leading ^ inverts), ZCCL_LOG_FILE a file
+ * ("%h" host, "%p" pid expanded) instead of stderr. Errors are logged once,
+ * where they are first seen; the CHECK macros add a "-> status" trace line at
+ * debug level at every level they pass through.
+ */
+#ifndef ZC_LOG_H
+#define ZC_LOG_H
+
+#include "zc/status.h"
+
+typedef enum {
+    ZC_LOG_NONE = 0,
+    ZC_LOG_ERROR = 1,
+    ZC_LOG_WARN = 2,
+    ZC_LOG_INFO = 3,
+    ZC_LOG_DEBUG = 4,
+} zc_log_level_t;
+
+typedef enum {
+    ZC_SUB_INIT = 1u << 0,
+    ZC_SUB_VMM = 1u << 1,
+    ZC_SUB_MEM = 1u << 2,
+    ZC_SUB_STREAM = 1u << 3,
+    ZC_SUB_BROKER = 1u << 4,
+    ZC_SUB_BOOT = 1u << 5,
+    ZC_SUB_COMM = 1u << 6,
+    ZC_SUB_COLL = 1u << 7,
+    ZC_SUB_ZCOPY = 1u << 8,
+    ZC_SUB_TEST = 1u << 9,
+    ZC_SUB_ALL = 0xffffffffu,
+} zc_log_subsys_t;
+
+/** Current level (reads the environment once). */
+zc_log_level_t zc_log_level(void);
+
+/** The rank shown in this thread's log prefix; -1 shows "-". */
+void zc_log_set_rank(int rank);
+int zc_log_get_rank(void);
+
+void zc_log_emit(zc_log_level_t level, unsigned subsys, const char *file, int line,
+                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+int zc_log_enabled(zc_log_level_t level, unsigned subsys);
+
+#define ZC_LOG(level, subsys, ...)                                                    \
+    do {                                                                              \
+        if (zc_log_enabled((level), (subsys))) {                                      \
+            zc_log_emit((level), (subsys), __FILE__, __LINE__, __VA_ARGS__);          \
+        }                                                                             \
+    } while (0)
+
+#define ZC_ERROR(subsys, ...) ZC_LOG(ZC_LOG_ERROR, (subsys), __VA_ARGS__)
+#define ZC_WARN(subsys, ...) ZC_LOG(ZC_LOG_WARN, (subsys), __VA_ARGS__)
+#define ZC_INFO(subsys, ...) ZC_LOG(ZC_LOG_INFO, (subsys), __VA_ARGS__)
+#define ZC_DEBUG(subsys, ...) ZC_LOG(ZC_LOG_DEBUG, (subsys), __VA_ARGS__)
+
+/* Propagate a non-OK status, leaving a debug trace line at each level. */
+#define ZC_CHECK(call)                                                                \
+    do {                                                                              \
+        zc_status_t zc_st_ = (call);                                                  \
+        if (zc_st_ != ZC_OK) {                                                        \
+            ZC_DEBUG(ZC_SUB_ALL, "%s -> %s", #call, zc_status_str(zc_st_));           \
+            return zc_st_;                                                            \
+        }                                                                             \
+    } while (0)
+
+#define ZC_CHECK_GOTO(call, st, label)                                                \
+    do {                                                                              \
+        (st) = (call);                                                                \
+        if ((st) != ZC_OK) {                                                          \
+            ZC_DEBUG(ZC_SUB_ALL, "%s -> %s", #call, zc_status_str(st));               \
+            goto label;                                                               \
+        }                                                                             \
+    } while (0)
+
+#endif /* ZC_LOG_H */

@@ -1,0 +1,41 @@
+/*
+ * Time and futex helpers shared by every module.
+ *
+ * Futexes here are the shared (non-private) kind, so a waiter in one process
+ * is woken by a writer in another through a MAP_SHARED mapping.
+ */
+#ifndef ZC_SYNC_H
+#define ZC_SYNC_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/** Monotonic time in nanoseconds. */
+uint64_t zc_time_ns(void);
+
+/**
+ * Sleep until *addr != val, a wake, or timeout_ns passes (0 = no timeout).
+ * Returns 0 on wake/value change, -1 on timeout (spurious wakes allowed).
+ */
+int zc_futex_wait(atomic_uint *addr, unsigned val, uint64_t timeout_ns);
+
+/** Wake up to n waiters on addr (INT32_MAX for all). */
+void zc_futex_wake(atomic_uint *addr, int n);
+
+/** CPU relax hint for spin loops. */
+static inline void zc_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/** A 32-bit host id: hash of hostname and boot id (same host <=> same id). */
+uint64_t zc_host_id(void);
+
+/** Fill buf with n unpredictable bytes (getrandom). Returns 0 or -1. */
+int zc_random_bytes(void *buf, unsigned n);
+
+#endif /* ZC_SYNC_H */

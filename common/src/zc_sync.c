@@ -1,0 +1,82 @@
+#define _GNU_SOURCE
+#include "zc/sync.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t zc_time_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int zc_futex_wait(atomic_uint *addr, unsigned val, uint64_t timeout_ns)
+{
+    struct timespec ts;
+    struct timespec *tsp = NULL;
+    if (timeout_ns != 0) {
+        ts.tv_sec = (time_t)(timeout_ns / 1000000000ull);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000ull);
+        tsp = &ts;
+    }
+    long r = syscall(SYS_futex, (unsigned *)addr, FUTEX_WAIT, val, tsp, NULL, 0);
+    if (r != 0 && errno == ETIMEDOUT) {
+        return -1;
+    }
+    return 0;
+}
+
+void zc_futex_wake(atomic_uint *addr, int n)
+{
+    (void)syscall(SYS_futex, (unsigned *)addr, FUTEX_WAKE, n, NULL, NULL, 0);
+}
+
+static uint64_t zc_fnv1a(uint64_t h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+uint64_t zc_host_id(void)
+{
+    char buf[256];
+    uint64_t h = 1469598103934665603ull;
+    if (gethostname(buf, sizeof(buf)) == 0) {
+        buf[sizeof(buf) - 1] = '\0';
+        h = zc_fnv1a(h, buf, strlen(buf));
+    }
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f != NULL) {
+        size_t n = fread(buf, 1, sizeof(buf), f);
+        fclose(f);
+        h = zc_fnv1a(h, buf, n);
+    }
+    return h;
+}
+
+int zc_random_bytes(void *buf, unsigned n)
+{
+    unsigned char *p = buf;
+    while (n > 0) {
+        ssize_t r = getrandom(p, n, 0);
+        if (r < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -1;
+        }
+        p += r;
+        n -= (unsigned)r;
+    }
+    return 0;
+}

@@ -1,0 +1,91 @@
+/*
+ * libascendcl's internal interface for libhccl (not installed, not public).
+ *
+ * Protocol of the broker (DESIGN §3): every process that offers an fd runs
+ * one broker thread serving the abstract Unix socket "\0zccl-broker-<pid>".
+ * An offer is named by a 64-bit token = (owner pid << 42) | 42-bit random
+ * serial; a fetcher connects to the owner's socket, sends the token, and the
+ * broker checks SO_PEERCRED (uid must match; pid must be on the offer's allow
+ * list unless validation is off) before passing a dup of the fd with
+ * SCM_RIGHTS. Fetching a token of one's own process dups the fd locally.
+ * Withdrawing an offer closes only the broker's dup: fds already fetched and
+ * their mappings stay valid (memfd reference counting frees the memory when
+ * the last mapping and fd are gone).
+ *
+ * All functions return zc_status_t values (0 = ZC_OK, negative = error) and
+ * log one line where an error is first seen.
+ */
+#ifndef ZCCL_VMM_EXT_H
+#define ZCCL_VMM_EXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "acl/acl_rt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- streams ---------------------------------------------------------- */
+
+/** A task run on a stream worker; returns 0 or an error code (aclError or
+ *  HcclResult value as int). The first non-zero result becomes the stream's
+ *  error, returned (and cleared) by aclrtSynchronizeStream. */
+typedef int (*zccl_task_fn)(void *arg);
+
+/**
+ * Enqueue fn(arg) on stream (NULL = the calling thread's current device's
+ * default stream); it runs in FIFO order with the stream's other work. dtor,
+ * if not NULL, is called with arg after fn ran (or when the stream is
+ * destroyed before it ran). Returns ACL_SUCCESS or an aclError.
+ */
+__attribute__((visibility("default"))) aclError zccl_stream_enqueue(aclrtStream stream,
+                                                                    zccl_task_fn fn, void *arg,
+                                                                    void (*dtor)(void *));
+
+/** Device id of a stream (NULL = current device default stream); -1 if bogus. */
+__attribute__((visibility("default"))) int zccl_stream_device(aclrtStream stream);
+
+/** The calling thread's current device, or -1 when none was set. */
+__attribute__((visibility("default"))) int zccl_current_device(void);
+
+/** NUMA node memory of device dev is placed on (-1 unknown). */
+__attribute__((visibility("default"))) int zccl_device_numa(int dev);
+
+/* ---- physical memory ---------------------------------------------------- */
+
+/**
+ * The memfd behind a physical handle (owned by the handle: do not close) and
+ * its size. Returns ZC_OK or ZC_ERR_HANDLE for an unknown handle.
+ */
+__attribute__((visibility("default"))) int zccl_phys_fd(aclrtDrvMemHandle handle, int *fd,
+                                                        size_t *size);
+
+/* ---- broker ------------------------------------------------------------- */
+
+/** Offer fd (dup'ed; the caller keeps its own) of size bytes. validate_pid=0
+ *  lets any process of the same uid fetch it. Starts the broker on first use. */
+__attribute__((visibility("default"))) int zccl_broker_offer(int fd, size_t size,
+                                                             int validate_pid,
+                                                             uint64_t *token);
+
+/** Add pids to an offer's allow list. */
+__attribute__((visibility("default"))) int zccl_broker_allow(uint64_t token, const int32_t *pids,
+                                                             size_t npids);
+
+/** Remove an offer (idempotent errors: ZC_ERR_NOT_FOUND for an unknown token). */
+__attribute__((visibility("default"))) int zccl_broker_withdraw(uint64_t token);
+
+/** Fetch the fd behind token from its owner (a new fd the caller closes). */
+__attribute__((visibility("default"))) int zccl_broker_fetch(uint64_t token, int *fd,
+                                                             size_t *size);
+
+/** Owner pid named by a token. */
+static inline int32_t zccl_broker_token_pid(uint64_t token) { return (int32_t)(token >> 42); }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZCCL_VMM_EXT_H */
