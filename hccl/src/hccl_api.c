@@ -1,0 +1,258 @@
+/*
+ * Every exported HCCL symbol, and the one place where internal status codes
+ * become HcclResult values. Local arguments are checked here, on the
+ * caller's thread, with a log line naming the argument and its value; what
+ * needs the peers (agreement between ranks) is checked by the op path.
+ */
+#include "hccl_internal.h"
+
+#include <string.h>
+
+#include "hccl_test_api.h"
+#include "zc/log.h"
+
+HcclResult zh_result(int st)
+{
+    switch (st) {
+    case ZC_OK:
+        return HCCL_SUCCESS;
+    case ZC_ERR_INVAL:
+    case ZC_ERR_HANDLE:
+    case ZC_ERR_UNALIGNED:
+    case ZC_ERR_DEVICE:
+    case ZC_ERR_PERM:
+        return HCCL_E_PARA;
+    case ZC_ERR_PTR:
+        return HCCL_E_PTR;
+    case ZC_ERR_NOMEM:
+        return HCCL_E_MEMORY;
+    case ZC_ERR_SYS:
+        return HCCL_E_SYSCALL;
+    case ZC_ERR_TIMEOUT:
+        return HCCL_E_TIMEOUT;
+    case ZC_ERR_REMOTE:
+        return HCCL_E_REMOTE;
+    case ZC_ERR_NOT_SUPPORT:
+        return HCCL_E_NOT_SUPPORT;
+    case ZC_ERR_NOT_FOUND:
+        return HCCL_E_NOT_FOUND;
+    case ZC_ERR_UNAVAIL:
+    case ZC_ERR_OVERLIMIT:
+        return HCCL_E_UNAVAIL;
+    case ZC_ERR_AGAIN:
+        return HCCL_E_AGAIN;
+    case ZC_ERR_IO:
+        return HCCL_E_TCP_TRANSFER;
+    case ZC_ERR_CONNECT:
+        return HCCL_E_TCP_CONNECT;
+    default:
+        return HCCL_E_INTERNAL;
+    }
+}
+
+zh_comm_t *zh_comm_from(HcclComm comm, const char *fn)
+{
+    zh_comm_t *c = zh_comm_lookup(comm);
+    if (c == NULL) {
+        ZC_WARN(ZC_SUB_COMM, "%s: comm %p is not a live communicator", fn, comm);
+    }
+    return c;
+}
+
+/* Resolve comm or return: NULL is HCCL_E_PTR, anything unknown HCCL_E_PARA. */
+#define ZH_COMM_OR_RETURN(var, comm)                                                           \
+    zh_comm_t *var = NULL;                                                                     \
+    do {                                                                                       \
+        if ((comm) == NULL) {                                                                  \
+            ZC_WARN(ZC_SUB_COMM, "%s: comm is NULL", __func__);                                \
+            return HCCL_E_PTR;                                                                 \
+        }                                                                                      \
+        var = zh_comm_from((comm), __func__);                                                  \
+        if (var == NULL) {                                                                     \
+            return HCCL_E_PARA;                                                                \
+        }                                                                                      \
+    } while (0)
+
+#define ZH_PTR_OR_RETURN(ptr)                                                                  \
+    do {                                                                                       \
+        if ((ptr) == NULL) {                                                                   \
+            ZC_WARN(ZC_SUB_COMM, "%s: %s is NULL", __func__, #ptr);                            \
+            return HCCL_E_PTR;                                                                 \
+        }                                                                                      \
+    } while (0)
+
+/* ---- error strings --------------------------------------------------------- */
+
+ZC_EXPORT const char *HcclGetErrorString(HcclResult code)
+{
+    switch (code) {
+    case HCCL_SUCCESS: return "no error";
+    case HCCL_E_PARA: return "parameter error";
+    case HCCL_E_PTR: return "empty pointer";
+    case HCCL_E_MEMORY: return "memory error";
+    case HCCL_E_INTERNAL: return "internal error";
+    case HCCL_E_NOT_SUPPORT: return "not support feature";
+    case HCCL_E_NOT_FOUND: return "not found specific resource";
+    case HCCL_E_UNAVAIL: return "resource unavailable";
+    case HCCL_E_SYSCALL: return "call system interface error";
+    case HCCL_E_TIMEOUT: return "timeout";
+    case HCCL_E_OPEN_FILE_FAILURE: return "open file fail";
+    case HCCL_E_TCP_CONNECT: return "tcp connect fail";
+    case HCCL_E_ROCE_CONNECT: return "roce connect fail";
+    case HCCL_E_TCP_TRANSFER: return "tcp transfer fail";
+    case HCCL_E_ROCE_TRANSFER: return "roce transfer fail";
+    case HCCL_E_RUNTIME: return "call runtime api fail";
+    case HCCL_E_DRV: return "call driver api fail";
+    case HCCL_E_PROFILING: return "call profiling api fail";
+    case HCCL_E_CCE: return "call cce api fail";
+    case HCCL_E_NETWORK: return "call network api fail";
+    case HCCL_E_AGAIN: return "try again";
+    case HCCL_E_REMOTE: return "error cqe";
+    case HCCL_E_SUSPENDING: return "error communicator suspending";
+    case HCCL_E_OPRETRY_FAIL: return "retry constraint";
+    case HCCL_E_OOM: return "out of memory";
+    case HCCL_E_IN_STATUS: return "in status";
+    default: return "unknown error";
+    }
+}
+
+/* ---- communicators ---------------------------------------------------------- */
+
+ZC_EXPORT HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo)
+{
+    ZH_PTR_OR_RETURN(rootInfo);
+    return zh_result(zh_boot_root_create(rootInfo));
+}
+
+ZC_EXPORT HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo,
+                                                uint32_t rank, const HcclCommConfig *config,
+                                                HcclComm *comm)
+{
+    ZH_PTR_OR_RETURN(rootInfo);
+    ZH_PTR_OR_RETURN(comm);
+    /* Out-of-range ranks still reach the root so that it fails the whole
+     * session at once instead of leaving the others to time out. */
+    if (nRanks == 0 || nRanks > ZH_MAX_RANKS || rank >= nRanks) {
+        ZC_WARN(ZC_SUB_INIT, "HcclCommInitRootInfo: rank %u of nRanks %u is invalid (nRanks "
+                "1..%d, rank < nRanks)", rank, nRanks, ZH_MAX_RANKS);
+    }
+    return zh_comm_init(nRanks, rootInfo, rank, config, comm);
+}
+
+ZC_EXPORT HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo,
+                                          uint32_t rank, HcclComm *comm)
+{
+    return HcclCommInitRootInfoConfig(nRanks, rootInfo, rank, NULL, comm);
+}
+
+ZC_EXPORT HcclResult HcclCommDestroy(HcclComm comm)
+{
+    ZH_COMM_OR_RETURN(c, comm);
+    return zh_comm_destroy(c);
+}
+
+ZC_EXPORT HcclResult HcclGetRankSize(HcclComm comm, uint32_t *rankSize)
+{
+    ZH_COMM_OR_RETURN(c, comm);
+    ZH_PTR_OR_RETURN(rankSize);
+    *rankSize = (uint32_t)c->nranks;
+    return HCCL_SUCCESS;
+}
+
+ZC_EXPORT HcclResult HcclGetRankId(HcclComm comm, uint32_t *rank)
+{
+    ZH_COMM_OR_RETURN(c, comm);
+    ZH_PTR_OR_RETURN(rank);
+    *rank = (uint32_t)c->rank;
+    return HCCL_SUCCESS;
+}
+
+ZC_EXPORT HcclResult HcclGetCommName(HcclComm comm, char *commName)
+{
+    ZH_COMM_OR_RETURN(c, comm);
+    ZH_PTR_OR_RETURN(commName);
+    memcpy(commName, c->name, strlen(c->name) + 1);
+    return HCCL_SUCCESS;
+}
+
+ZC_EXPORT HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult *asyncError)
+{
+    ZH_COMM_OR_RETURN(c, comm);
+    ZH_PTR_OR_RETURN(asyncError);
+    *asyncError = (HcclResult)atomic_load_explicit(&c->async_error, memory_order_acquire);
+    return HCCL_SUCCESS;
+}
+
+ZC_EXPORT uint32_t HcclGetCommConfigCapability(void)
+{
+    /* Bits of the HcclCommConfig fields zccl honours. */
+    return (1u << HCCL_COMM_CONFIG_BUFFER_SIZE) | (1u << HCCL_COMM_CONFIG_DETERMINISTIC) |
+           (1u << HCCL_COMM_CONFIG_COMM_NAME) | (1u << HCCL_COMM_CONFIG_EXEC_TIMEOUT);
+}
+
+ZC_EXPORT HcclResult HcclBarrier(HcclComm comm, aclrtStream stream)
+{
+    ZH_COMM_OR_RETURN(c, comm);
+    zh_op_t op = {.kind = ZH_OP_BARRIER, .dtype = HCCL_DATA_TYPE_INT8};
+    return zh_op_submit(c, &op, stream);
+}
+
+/* ---- zero-copy memory ------------------------------------------------------- */
+
+ZC_EXPORT HcclResult HcclCommSetMemoryRange(HcclComm comm, void *baseVirPtr, size_t size,
+                                            size_t alignment, uint64_t flags)
+{
+    ZH_COMM_OR_RETURN(c, comm);
+    ZH_PTR_OR_RETURN(baseVirPtr);
+    return zh_result(zh_mem_set_range(c, baseVirPtr, size, alignment, flags));
+}
+
+ZC_EXPORT HcclResult HcclCommUnsetMemoryRange(HcclComm comm, void *baseVirPtr)
+{
+    ZH_COMM_OR_RETURN(c, comm);
+    ZH_PTR_OR_RETURN(baseVirPtr);
+    return zh_result(zh_mem_unset_range(c, baseVirPtr));
+}
+
+ZC_EXPORT HcclResult HcclCommActivateCommMemory(HcclComm comm, void *virPtr, size_t size,
+                                                size_t offset, aclrtDrvMemHandle handle,
+                                                uint64_t flags)
+{
+    ZH_COMM_OR_RETURN(c, comm);
+    ZH_PTR_OR_RETURN(virPtr);
+    ZH_PTR_OR_RETURN(handle);
+    return zh_result(zh_mem_activate(c, virPtr, size, offset, handle, flags));
+}
+
+ZC_EXPORT HcclResult HcclCommDeactivateCommMemory(HcclComm comm, void *virPtr)
+{
+    ZH_COMM_OR_RETURN(c, comm);
+    ZH_PTR_OR_RETURN(virPtr);
+    return zh_result(zh_mem_deactivate(c, virPtr));
+}
+
+/* ---- test introspection ----------------------------------------------------- */
+
+ZC_EXPORT uint64_t zccl_comm_staged_bytes(HcclComm comm)
+{
+    zh_comm_t *c = zh_comm_lookup(comm);
+    return c != NULL ? (uint64_t)atomic_load(&c->staged_bytes) : 0;
+}
+
+ZC_EXPORT uint64_t zccl_comm_zero_copy_ops(HcclComm comm)
+{
+    zh_comm_t *c = zh_comm_lookup(comm);
+    return c != NULL ? (uint64_t)atomic_load(&c->zc_ops) : 0;
+}
+
+ZC_EXPORT uint64_t zccl_comm_buffered_ops(HcclComm comm)
+{
+    zh_comm_t *c = zh_comm_lookup(comm);
+    return c != NULL ? (uint64_t)atomic_load(&c->buf_ops) : 0;
+}
+
+ZC_EXPORT int zccl_comm_ccl_allocated(HcclComm comm)
+{
+    zh_comm_t *c = zh_comm_lookup(comm);
+    return c != NULL && c->ccl_local != NULL;
+}

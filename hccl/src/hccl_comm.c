@@ -1,0 +1,210 @@
+/*
+ * Communicator lifecycle: init from a root info (with or without a config),
+ * the registry of live handles, destroy.
+ *
+ * Init order: settings (environment table, then the config's fields up to
+ * the size it declares), control segment created and offered, bootstrap join
+ * (the table of every rank), peers' control segments mapped, and a final
+ * round through the root so that no rank returns success while another
+ * failed. Init unwinds through named labels on failure.
+ *
+ * Handles are checked against a registry, so a stale or bogus HcclComm gets
+ * HCCL_E_PARA and a log line instead of a crash.
+ */
+#include "hccl_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zc/config.h"
+#include "zc/log.h"
+#include "zc/sync.h"
+#include "zccl/vmm_ext.h"
+
+#define ZH_MAX_COMMS 1024
+
+static pthread_mutex_t zh_registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static zh_comm_t *zh_registry[ZH_MAX_COMMS];
+
+static int zh_registry_add(zh_comm_t *c)
+{
+    pthread_mutex_lock(&zh_registry_lock);
+    for (int i = 0; i < ZH_MAX_COMMS; i++) {
+        if (zh_registry[i] == NULL) {
+            zh_registry[i] = c;
+            pthread_mutex_unlock(&zh_registry_lock);
+            return ZC_OK;
+        }
+    }
+    pthread_mutex_unlock(&zh_registry_lock);
+    ZC_WARN(ZC_SUB_COMM, "more than %d live communicators in one process", ZH_MAX_COMMS);
+    return ZC_ERR_OVERLIMIT;
+}
+
+static void zh_registry_remove(zh_comm_t *c)
+{
+    pthread_mutex_lock(&zh_registry_lock);
+    for (int i = 0; i < ZH_MAX_COMMS; i++) {
+        if (zh_registry[i] == c) {
+            zh_registry[i] = NULL;
+        }
+    }
+    pthread_mutex_unlock(&zh_registry_lock);
+}
+
+zh_comm_t *zh_comm_lookup(HcclComm comm)
+{
+    zh_comm_t *found = NULL;
+    if (comm == NULL) {
+        return NULL;
+    }
+    pthread_mutex_lock(&zh_registry_lock);
+    for (int i = 0; i < ZH_MAX_COMMS; i++) {
+        if (zh_registry[i] == (zh_comm_t *)comm) {
+            found = zh_registry[i];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&zh_registry_lock);
+    return found;
+}
+
+/* Does a config of `size` bytes contain the field ending at `end`? */
+#define ZH_CFG_HAS(cfg, field)                                                                \
+    ((cfg)->size >= offsetof(HcclCommConfig, field) + sizeof((cfg)->field))
+
+static int zh_comm_apply_config(zh_comm_t *c, const HcclCommConfig *cfg)
+{
+    if (cfg->magicWord != HCCL_COMM_CONFIG_MAGIC_WORD) {
+        ZC_WARN(ZC_SUB_INIT, "rank %d: HcclCommConfig magic word is 0x%08x (want 0x%08x): "
+                "was HcclCommConfigInit called?", c->rank, cfg->magicWord,
+                HCCL_COMM_CONFIG_MAGIC_WORD);
+        return ZC_ERR_INVAL;
+    }
+    if (cfg->size < HCCL_COMM_CONFIG_INFO_BYTES || cfg->version == 0) {
+        ZC_WARN(ZC_SUB_INIT, "rank %d: HcclCommConfig size %zu / version %u is invalid", c->rank,
+                cfg->size, cfg->version);
+        return ZC_ERR_INVAL;
+    }
+    if (ZH_CFG_HAS(cfg, hcclBufferSize) && cfg->hcclBufferSize != HCCL_COMM_BUFFSIZE_CONFIG_NOT_SET) {
+        if (cfg->hcclBufferSize == 0) {
+            ZC_WARN(ZC_SUB_INIT, "rank %d: hcclBufferSize 0 MB is invalid (>= 1)", c->rank);
+            return ZC_ERR_INVAL;
+        }
+        c->buffsize = (uint64_t)cfg->hcclBufferSize << 20;
+    }
+    if (ZH_CFG_HAS(cfg, hcclDeterministic) &&
+        cfg->hcclDeterministic != HCCL_COMM_DETERMINISTIC_CONFIG_NOT_SET) {
+        if (cfg->hcclDeterministic > 2) {
+            ZC_WARN(ZC_SUB_INIT, "rank %d: hcclDeterministic %u is invalid (0, 1 or 2)", c->rank,
+                    cfg->hcclDeterministic);
+            return ZC_ERR_INVAL;
+        }
+        c->deterministic = (int)cfg->hcclDeterministic;
+    }
+    if (ZH_CFG_HAS(cfg, hcclCommName) && cfg->hcclCommName[0] != '\0') {
+        if (memchr(cfg->hcclCommName, '\0', sizeof(cfg->hcclCommName)) == NULL) {
+            ZC_WARN(ZC_SUB_INIT, "rank %d: hcclCommName is not NUL-terminated", c->rank);
+            return ZC_ERR_INVAL;
+        }
+        snprintf(c->name, sizeof(c->name), "%s", cfg->hcclCommName);
+    }
+    if (ZH_CFG_HAS(cfg, hcclExecTimeOut) &&
+        cfg->hcclExecTimeOut != HCCL_COMM_EXECTIMEOUT_CONFIG_NOT_SET) {
+        if (cfg->hcclExecTimeOut < 0) {
+            ZC_WARN(ZC_SUB_INIT, "rank %d: hcclExecTimeOut %d s is invalid", c->rank,
+                    cfg->hcclExecTimeOut);
+            return ZC_ERR_INVAL;
+        }
+        c->exec_timeout_ns = (uint64_t)cfg->hcclExecTimeOut * 1000000000ull;
+    }
+    return ZC_OK;
+}
+
+static void zh_comm_free(zh_comm_t *c)
+{
+    zh_mem_release_all(c);
+    zh_ccl_release(c);
+    zh_ctrl_destroy(c);
+    pthread_mutex_destroy(&c->lock);
+    c->magic = 0;
+    free(c);
+}
+
+HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank,
+                        const HcclCommConfig *cfg, HcclComm *out)
+{
+    const zc_config_t *env = zc_config();
+    zh_comm_t *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        ZC_WARN(ZC_SUB_INIT, "rank %u: out of memory for the communicator", rank);
+        return HCCL_E_MEMORY;
+    }
+    c->magic = ZH_COMM_MAGIC;
+    c->rank = (int)rank;
+    c->nranks = (int)nranks;
+    c->ctrl_fd = -1;
+    c->ccl_fd = -1;
+    c->buffsize = env->buffsize_mb << 20;
+    c->exec_timeout_ns = env->exec_timeout_s * 1000000000ull;
+    c->deterministic = env->deterministic;
+    c->spin_iters = (uint32_t)env->spin_iters;
+    c->tune.oneshot_max = (size_t)env->oneshot_max;
+    c->tune.nt_min = (size_t)env->nt_min;
+    pthread_mutex_init(&c->lock, NULL);
+    zc_log_set_rank((int)rank);
+    int st = ZC_OK;
+    zh_boot_t *boot = NULL;
+    zh_boot_entry_t table[ZH_MAX_RANKS];
+    if (cfg != NULL) {
+        ZC_CHECK_GOTO(zh_comm_apply_config(c, cfg), st, fail);
+    }
+    int dev = zccl_current_device();
+    c->device = dev >= 0 ? dev : 0;
+    ZC_CHECK_GOTO(zh_ctrl_create(c), st, fail);
+    zh_boot_entry_t mine = {(int32_t)getpid(), c->device, zc_host_id(), c->ctrl_token};
+    ZC_CHECK_GOTO(zh_boot_join(info, nranks, rank, &mine, env->connect_timeout_s * 1000000000ull,
+                               &boot, table),
+                  st, fail);
+    int local = zh_ctrl_attach_peers(c, table);
+    st = zh_boot_finish(boot, local);
+    if (local != ZC_OK) {
+        st = local;
+    }
+    if (st != ZC_OK) {
+        goto fail;
+    }
+    if (c->name[0] == '\0') {
+        /* Same on every rank: derived from the root info's unique id. */
+        const unsigned char *u = (const unsigned char *)info->internal + 64 + 24;
+        snprintf(c->name, sizeof(c->name), "zccl_%02x%02x%02x%02x%02x%02x%02x%02x", u[0], u[1],
+                 u[2], u[3], u[4], u[5], u[6], u[7]);
+    }
+    ZC_CHECK_GOTO(zh_registry_add(c), st, fail);
+    ZC_INFO(ZC_SUB_INIT, "rank %d/%d: communicator %s ready (device %d, buffer %llu MB)",
+            c->rank, c->nranks, c->name, c->device, (unsigned long long)(c->buffsize >> 20));
+    *out = c;
+    return HCCL_SUCCESS;
+fail:
+    zh_comm_free(c);
+    return zh_result(st);
+}
+
+HcclResult zh_comm_destroy(zh_comm_t *c)
+{
+    zh_registry_remove(c);
+    /* Ops still queued on streams reference the comm: let them finish (each
+     * is bounded by the exec timeout and by peers' liveness). */
+    uint64_t start = zc_time_ns();
+    while (atomic_load_explicit(&c->inflight, memory_order_acquire) > 0) {
+        if (zc_time_ns() - start > 1000000000ull) {
+            usleep(1000);
+        } else {
+            sched_yield();
+        }
+    }
+    zh_comm_free(c);
+    return HCCL_SUCCESS;
+}

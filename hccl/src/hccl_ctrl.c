@@ -1,0 +1,297 @@
+/*
+ * Control segments and the waits on their flags (protocol in hccl_internal.h).
+ *
+ * Who exports: each rank creates its segment (memfd) and offers it through the
+ * vmm broker before bootstrap; the token travels in the bootstrap table.
+ * Who maps: every rank fetches and maps every peer's segment (same-process
+ * peers included: the broker dups the fd locally). Lifetime: unmapped at
+ * HcclCommDestroy; the memory goes away with the last mapping.
+ *
+ * A wait polls the peer's flag ZCCL_SPIN_ITERS times, then sleeps on its
+ * futex (shared, so a writer in another process wakes it) in 100 ms slices,
+ * checking between slices that the peer is alive (pidfd readable = exited),
+ * that no peer flagged an error, and the exec timeout. With 4 ranks on 2
+ * cores this is what keeps everyone moving: a spinning waiter would steal the
+ * core of the rank it waits for.
+ */
+#include "hccl_internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "zc/log.h"
+#include "zc/sync.h"
+#include "zccl/vmm_ext.h"
+
+#define ZH_SLICE_NS 100000000ull
+
+static int zh_pidfd_open(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    (void)pid;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+int zh_ctrl_create(zh_comm_t *c)
+{
+    size_t sz = ZC_ALIGN_UP(sizeof(zh_ctrl_t), 4096);
+    int fd = memfd_create("zccl-ctrl", MFD_CLOEXEC);
+    if (fd < 0) {
+        ZC_WARN(ZC_SUB_COMM, "rank %d: memfd_create for the control segment failed: %s",
+                c->rank, strerror(errno));
+        return ZC_ERR_SYS;
+    }
+    if (ftruncate(fd, (off_t)sz) != 0) {
+        ZC_WARN(ZC_SUB_COMM, "rank %d: ftruncate(%zu) of the control segment failed: %s",
+                c->rank, sz, strerror(errno));
+        close(fd);
+        return ZC_ERR_NOMEM;
+    }
+    void *p = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        ZC_WARN(ZC_SUB_COMM, "rank %d: mapping the control segment failed: %s", c->rank,
+                strerror(errno));
+        close(fd);
+        return ZC_ERR_NOMEM;
+    }
+    zh_ctrl_t *ctrl = p;
+    ctrl->version = ZH_CTRL_VERSION;
+    ctrl->rank = (uint32_t)c->rank;
+    ctrl->pid = (int32_t)getpid();
+    ctrl->nranks = (uint32_t)c->nranks;
+    /* Peers allowed are unknown before bootstrap; the token is 42 random bits
+     * and the broker still checks the uid, so pid validation is off. */
+    int st = zccl_broker_offer(fd, sz, 0, &c->ctrl_token);
+    if (st != ZC_OK) {
+        munmap(p, sz);
+        close(fd);
+        return st;
+    }
+    c->ctrl = ctrl;
+    c->ctrl_fd = fd;
+    return ZC_OK;
+}
+
+int zh_ctrl_attach_peers(zh_comm_t *c, const zh_boot_entry_t *table)
+{
+    size_t sz = ZC_ALIGN_UP(sizeof(zh_ctrl_t), 4096);
+    for (int r = 0; r < c->nranks; r++) {
+        zh_peer_t *p = &c->peers[r];
+        p->pid = table[r].pid;
+        p->ctrl_token = table[r].ctrl_token;
+        p->same_proc = table[r].pid == (int32_t)getpid();
+        p->pidfd = -1;
+        if (r == c->rank) {
+            p->ctrl = c->ctrl;
+            continue;
+        }
+        int fd = -1;
+        size_t got = 0;
+        int st = zccl_broker_fetch(p->ctrl_token, &fd, &got);
+        if (st != ZC_OK) {
+            ZC_WARN(ZC_SUB_COMM, "rank %d: cannot fetch the control segment of rank %d (pid %d)",
+                    c->rank, r, (int)p->pid);
+            return st;
+        }
+        void *m = got >= sz ? mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                            : MAP_FAILED;
+        close(fd);
+        if (m == MAP_FAILED) {
+            ZC_WARN(ZC_SUB_COMM, "rank %d: cannot map the control segment of rank %d (size %zu)",
+                    c->rank, r, got);
+            return ZC_ERR_NOMEM;
+        }
+        p->ctrl = m;
+        if (p->ctrl->version != ZH_CTRL_VERSION || p->ctrl->rank != (uint32_t)r) {
+            ZC_WARN(ZC_SUB_COMM, "rank %d: control segment of rank %d has version %u rank %u",
+                    c->rank, r, p->ctrl->version, p->ctrl->rank);
+            return ZC_ERR_INTERNAL;
+        }
+        if (!p->same_proc) {
+            p->pidfd = zh_pidfd_open(p->pid);
+        }
+    }
+    return ZC_OK;
+}
+
+void zh_ctrl_destroy(zh_comm_t *c)
+{
+    size_t sz = ZC_ALIGN_UP(sizeof(zh_ctrl_t), 4096);
+    for (int r = 0; r < c->nranks; r++) {
+        zh_peer_t *p = &c->peers[r];
+        if (r != c->rank && p->ctrl != NULL) {
+            munmap(p->ctrl, sz);
+        }
+        p->ctrl = NULL;
+        if (p->pidfd >= 0) {
+            close(p->pidfd);
+            p->pidfd = -1;
+        }
+    }
+    if (c->ctrl_token != 0) {
+        (void)zccl_broker_withdraw(c->ctrl_token);
+        c->ctrl_token = 0;
+    }
+    if (c->ctrl != NULL) {
+        munmap(c->ctrl, sz);
+        c->ctrl = NULL;
+    }
+    if (c->ctrl_fd >= 0) {
+        close(c->ctrl_fd);
+        c->ctrl_fd = -1;
+    }
+}
+
+void zh_flag_post(zh_flag_t *f, uint32_t value)
+{
+    atomic_store_explicit(&f->value, value, memory_order_seq_cst);
+    if (atomic_load_explicit(&f->sleepers, memory_order_seq_cst) != 0) {
+        zc_futex_wake(&f->value, INT32_MAX);
+    }
+}
+
+static int zh_reached(uint32_t v, uint32_t target)
+{
+    return (int32_t)(v - target) >= 0;
+}
+
+static int zh_peer_dead(const zh_peer_t *p)
+{
+    if (p->pidfd < 0) {
+        return p->same_proc ? 0 : (kill(p->pid, 0) != 0 && errno == ESRCH);
+    }
+    struct pollfd pfd = {.fd = p->pidfd, .events = POLLIN};
+    return poll(&pfd, 1, 0) > 0;
+}
+
+void zh_comm_fail(zh_comm_t *c, HcclResult r)
+{
+    int expect = HCCL_SUCCESS;
+    atomic_compare_exchange_strong(&c->async_error, &expect, (int)r);
+    if (atomic_load_explicit(&c->ctrl->error.value, memory_order_relaxed) == 0) {
+        zh_flag_post(&c->ctrl->error, (uint32_t)r);
+    }
+}
+
+/* Any peer's error flag set: fail with ZC_ERR_REMOTE. */
+static int zh_peer_error(zh_comm_t *c, int *who)
+{
+    for (int r = 0; r < c->nranks; r++) {
+        if (r != c->rank &&
+            atomic_load_explicit(&c->peers[r].ctrl->error.value, memory_order_relaxed) != 0) {
+            *who = r;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Wait until peer's flag (at flag_offset in its segment) reaches target. */
+static int zh_wait_one(zh_comm_t *c, int peer, size_t flag_offset, uint32_t target,
+                       uint64_t start)
+{
+    zh_peer_t *p = &c->peers[peer];
+    zh_flag_t *f = (zh_flag_t *)(void *)((char *)p->ctrl + flag_offset);
+    for (uint32_t i = 0; i < c->spin_iters; i++) {
+        if (zh_reached(atomic_load_explicit(&f->value, memory_order_acquire), target)) {
+            return ZC_OK;
+        }
+        zc_cpu_relax();
+    }
+    for (;;) {
+        uint32_t v = atomic_load_explicit(&f->value, memory_order_acquire);
+        if (zh_reached(v, target)) {
+            return ZC_OK;
+        }
+        sched_yield();
+        atomic_fetch_add_explicit(&f->sleepers, 1, memory_order_seq_cst);
+        v = atomic_load_explicit(&f->value, memory_order_seq_cst);
+        if (!zh_reached(v, target)) {
+            (void)zc_futex_wait(&f->value, v, ZH_SLICE_NS);
+        }
+        atomic_fetch_sub_explicit(&f->sleepers, 1, memory_order_seq_cst);
+        if (zh_reached(atomic_load_explicit(&f->value, memory_order_acquire), target)) {
+            return ZC_OK;
+        }
+        int who = -1;
+        if (zh_peer_error(c, &who)) {
+            ZC_WARN(ZC_SUB_COMM, "rank %d: peer rank %d failed (error %u); giving up the op",
+                    c->rank, who,
+                    atomic_load_explicit(&c->peers[who].ctrl->error.value, memory_order_relaxed));
+            return ZC_ERR_REMOTE;
+        }
+        if (zh_peer_dead(p)) {
+            ZC_WARN(ZC_SUB_COMM, "rank %d: peer rank %d (pid %d) died", c->rank, peer,
+                    (int)p->pid);
+            return ZC_ERR_REMOTE;
+        }
+        if (c->exec_timeout_ns != 0 && zc_time_ns() - start > c->exec_timeout_ns) {
+            ZC_WARN(ZC_SUB_COMM,
+                    "rank %d: waited %llu s for rank %d (flag %u, want %u): exec timeout",
+                    c->rank, (unsigned long long)(c->exec_timeout_ns / 1000000000ull), peer,
+                    atomic_load_explicit(&f->value, memory_order_relaxed), target);
+            return ZC_ERR_TIMEOUT;
+        }
+    }
+}
+
+int zh_wait_peers(zh_comm_t *c, size_t flag_offset, uint32_t target)
+{
+    uint64_t start = zc_time_ns();
+    for (int r = 0; r < c->nranks; r++) {
+        if (r == c->rank) {
+            continue;
+        }
+        int st = zh_wait_one(c, r, flag_offset, target, start);
+        if (st != ZC_OK) {
+            return st;
+        }
+    }
+    return ZC_OK;
+}
+
+int zh_barrier(zh_comm_t *c)
+{
+    c->bar_count++;
+    zh_flag_post(&c->ctrl->bar, c->bar_count);
+    if (c->nranks == 1) {
+        return ZC_OK;
+    }
+    return zh_wait_peers(c, offsetof(zh_ctrl_t, bar), c->bar_count);
+}
+
+int zh_ctrl_barrier(zh_comm_t *c)
+{
+    c->ctrl_count++;
+    zh_flag_post(&c->ctrl->ctrl, c->ctrl_count);
+    if (c->nranks == 1) {
+        return ZC_OK;
+    }
+    return zh_wait_peers(c, offsetof(zh_ctrl_t, ctrl), c->ctrl_count);
+}
+
+/* Seqlock over my ranges/regions: peers read them only inside ops, while I
+ * change them only between ops, but the seqlock makes a torn read impossible
+ * even for a misbehaving program. */
+void zh_table_begin(zh_comm_t *c)
+{
+    unsigned v = atomic_load_explicit(&c->ctrl->table.value, memory_order_relaxed);
+    atomic_store_explicit(&c->ctrl->table.value, v + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+}
+
+void zh_table_end(zh_comm_t *c)
+{
+    unsigned v = atomic_load_explicit(&c->ctrl->table.value, memory_order_relaxed);
+    atomic_store_explicit(&c->ctrl->table.value, v + 1, memory_order_release);
+}

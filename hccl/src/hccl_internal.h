@@ -1,0 +1,260 @@
+/*
+ * libhccl internals: the communicator, its control segment and the op path.
+ *
+ * Protocol (DESIGN §4):
+ *  - Every rank owns a control segment (a memfd offered through the vmm
+ *    broker at init; every peer maps it read/write). It starts with a version
+ *    word, holds only offsets and values (never pointers), and keeps each hot
+ *    flag on its own cache line with a single writer: the owning rank.
+ *  - bar: the owner's barrier counter. A barrier is "bump my counter to k,
+ *    wait until every peer's counter is >= k". Every op runs: write my
+ *    descriptor, barrier (entry), check all descriptors agree and choose the
+ *    path, run the algorithm (staged algorithms add barriers of their own),
+ *    barrier (exit). Since every rank makes the same number of barrier calls
+ *    per op, counters stay equal between ops; they compare wrap-safe.
+ *  - ctrl: a second counter for control-plane collectives (SetMemoryRange,
+ *    CCL buffer creation) run on the caller's thread, so they never mix
+ *    with barriers of ops running on stream workers.
+ *  - error: set by a rank whose op failed locally; a peer waiting on it
+ *    fails with ZC_ERR_REMOTE instead of waiting out the timeout.
+ *  - ranges/regions: the owner's SetMemoryRange ranges and activated blocks,
+ *    each with a generation; peers map a block into their shadow window of
+ *    that range and re-map when the generation changes, so memory that was
+ *    deactivated can never be read through a stale mapping.
+ * Waiting spins ZCCL_SPIN_ITERS polls, then sleeps on the flag's futex in
+ * slices, checking the peer's liveness (pidfd) and the exec timeout.
+ */
+#ifndef HCCL_INTERNAL_H
+#define HCCL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll/coll.h"
+#include "hccl/hccl.h"
+#include "zc/export.h"
+#include "zc/status.h"
+
+#define ZH_CTRL_VERSION 1u
+#define ZH_MAX_RANKS 64
+#define ZH_MAX_RANGES 8
+#define ZH_MAX_REGIONS 64
+#define ZH_NAME_MAX 128
+
+/* One flag per cache line: value (futex word) and a count of sleepers so the
+ * writer only makes the wake syscall when somebody sleeps. */
+typedef struct {
+    _Alignas(ZC_CACHELINE) atomic_uint value;
+    atomic_uint sleepers;
+    char pad[ZC_CACHELINE - 2 * sizeof(atomic_uint)];
+} zh_flag_t;
+_Static_assert(sizeof(zh_flag_t) == ZC_CACHELINE, "flag is one cache line");
+
+typedef enum {
+    ZH_OP_BARRIER = 1,
+    ZH_OP_ALLREDUCE,
+    ZH_OP_ALLGATHER,
+    ZH_OP_ALLGATHERV,
+    ZH_OP_REDUCESCATTER,
+    ZH_OP_REDUCESCATTERV,
+    ZH_OP_BROADCAST,
+    ZH_OP_REDUCE,
+    ZH_OP_SCATTER,
+    ZH_OP_ALLTOALL,
+    ZH_OP_ALLTOALLV,
+    ZH_OP_MAX
+} zh_op_kind_t;
+
+/* A rank's view of one op, published in its control segment. The V arrays
+ * (rank-local arguments) follow inline; nothing here is a pointer valid in
+ * another process except send_va/recv_va, which peers translate. */
+typedef struct {
+    uint32_t seq;
+    uint32_t kind;
+    int32_t dtype;
+    int32_t redop;
+    int32_t root;
+    uint32_t zc_ok; /* my send and recv lie wholly in activated memory */
+    uint64_t count;
+    uint64_t send_va;
+    uint64_t recv_va;
+    uint64_t send_bytes; /* extent of the send buffer this op touches */
+    uint64_t recv_bytes;
+    uint64_t v[4][ZH_MAX_RANKS]; /* send counts, send displs, recv counts, recv displs */
+} zh_desc_t;
+
+typedef struct {
+    uint32_t gen;   /* bumped at every set/unset; 0 = never used */
+    uint32_t state; /* 1 = set */
+    uint64_t base;
+    uint64_t size;
+} zh_range_t;
+
+typedef struct {
+    uint32_t gen;   /* bumped at every activate/deactivate */
+    uint32_t state; /* 1 = active */
+    uint32_t range; /* index into ranges */
+    uint32_t pad;
+    uint64_t va;
+    uint64_t size;
+    uint64_t token; /* broker token of the physical memory */
+} zh_region_t;
+
+typedef struct {
+    uint32_t version;
+    uint32_t rank;
+    int32_t pid;
+    uint32_t nranks;
+    zh_flag_t bar;
+    zh_flag_t ctrl;
+    zh_flag_t error;   /* non-zero: a HcclResult this rank failed with */
+    zh_flag_t table;   /* seqlock over ranges/regions (odd = being written) */
+    uint64_t ccl_token; /* CCL buffer offer, 0 until created */
+    uint64_t ccl_bytes;
+    zh_desc_t desc[2];  /* by seq & 1 */
+    zh_range_t ranges[ZH_MAX_RANGES];
+    zh_region_t regions[ZH_MAX_REGIONS];
+} zh_ctrl_t;
+
+/* One peer as this rank sees it. */
+typedef struct {
+    int32_t pid;
+    int pidfd;            /* liveness; -1 for same-process peers */
+    int same_proc;        /* addresses are valid as they are */
+    uint64_t ctrl_token;
+    zh_ctrl_t *ctrl;      /* the peer's control segment, mapped here */
+    void *ccl;            /* the peer's CCL buffer, mapped here (lazily) */
+    /* shadow windows: one reservation per peer range, by range index */
+    void *win[ZH_MAX_RANGES];
+    uint32_t win_gen[ZH_MAX_RANGES];
+    uint64_t win_size[ZH_MAX_RANGES];
+    /* which region generation is mapped in the window, by region index, and
+     * where (so a stale mapping can be removed after the peer changed it) */
+    uint32_t map_gen[ZH_MAX_REGIONS];
+    uint32_t map_range[ZH_MAX_REGIONS];
+    uint64_t map_va[ZH_MAX_REGIONS];
+    uint64_t map_size[ZH_MAX_REGIONS];
+    uint32_t table_seen; /* peer's table seqlock value last swept */
+} zh_peer_t;
+
+/* A block this rank activated (local bookkeeping). */
+typedef struct {
+    void *va;
+    size_t size;
+    uint64_t token;
+    int fd; /* dup of the physical handle's memfd, for same-process peers */
+} zh_local_region_t;
+
+typedef struct zh_comm {
+    uint32_t magic; /* ZH_COMM_MAGIC while alive */
+    int rank;
+    int nranks;
+    int device;
+    char name[ZH_NAME_MAX];
+
+    /* settings in force for this comm (env table, overridden by config) */
+    uint64_t buffsize;       /* bytes */
+    uint64_t exec_timeout_ns; /* 0 = never */
+    int deterministic;
+    uint32_t spin_iters;
+    coll_tuning_t tune;
+
+    int ctrl_fd;
+    uint64_t ctrl_token;
+    zh_ctrl_t *ctrl; /* mine */
+    zh_peer_t peers[ZH_MAX_RANKS];
+
+    /* op state, touched only by the stream worker running the op */
+    uint32_t seq;
+    uint32_t bar_count;
+
+    /* control plane (caller thread), serialised */
+    pthread_mutex_t lock;
+    uint32_t ctrl_count;
+    zh_local_region_t regions[ZH_MAX_REGIONS];
+    int ccl_fd;
+    void *ccl_local;
+    size_t ccl_bytes; /* min over ranks, once created */
+
+    atomic_int async_error; /* first HcclResult an op failed with */
+    atomic_int inflight;    /* tasks queued on streams, not yet finished */
+    atomic_uint_fast64_t staged_bytes;
+    atomic_uint_fast64_t zc_ops;
+    atomic_uint_fast64_t buf_ops;
+} zh_comm_t;
+
+#define ZH_COMM_MAGIC 0x7a63636cu
+
+/* hccl_api.c: status mapping, the only place zc_status_t becomes HcclResult */
+HcclResult zh_result(int zc_status);
+zh_comm_t *zh_comm_from(HcclComm comm, const char *fn);
+
+/* hccl_boot.c: root listener and rank bootstrap */
+typedef struct {
+    int32_t pid;
+    int32_t device;
+    uint64_t host_id;
+    uint64_t ctrl_token;
+} zh_boot_entry_t;
+
+int zh_boot_root_create(HcclRootInfo *info);
+/* Exchange {my entry} for the table of every rank's entry; phase 2 reports
+ * my local status and returns the worst status of all ranks. */
+typedef struct zh_boot zh_boot_t;
+int zh_boot_join(const HcclRootInfo *info, uint32_t nranks, uint32_t rank,
+                 const zh_boot_entry_t *mine, uint64_t timeout_ns, zh_boot_t **boot,
+                 zh_boot_entry_t *table);
+int zh_boot_finish(zh_boot_t *boot, int my_status);
+
+/* hccl_ctrl.c: control segment, flags, barriers */
+int zh_ctrl_create(zh_comm_t *c);
+int zh_ctrl_attach_peers(zh_comm_t *c, const zh_boot_entry_t *table);
+void zh_ctrl_destroy(zh_comm_t *c);
+void zh_flag_post(zh_flag_t *f, uint32_t value);
+int zh_wait_peers(zh_comm_t *c, size_t flag_offset, uint32_t target);
+int zh_barrier(zh_comm_t *c);
+int zh_ctrl_barrier(zh_comm_t *c);
+void zh_comm_fail(zh_comm_t *c, HcclResult r);
+void zh_table_begin(zh_comm_t *c);
+void zh_table_end(zh_comm_t *c);
+
+/* hccl_memrange.c: zero-copy ranges, activation, translation */
+int zh_mem_set_range(zh_comm_t *c, void *base, size_t size, size_t align, uint64_t flags);
+int zh_mem_unset_range(zh_comm_t *c, void *base);
+int zh_mem_activate(zh_comm_t *c, void *va, size_t size, size_t offset, void *handle,
+                    uint64_t flags);
+int zh_mem_deactivate(zh_comm_t *c, void *va);
+int zh_mem_local_covers(zh_comm_t *c, uint64_t va, uint64_t bytes);
+int zh_mem_translate(zh_comm_t *c, int peer, uint64_t va, uint64_t bytes, void **out);
+void zh_mem_sweep_peers(zh_comm_t *c);
+void zh_mem_release_all(zh_comm_t *c);
+
+/* hccl_ccl.c: the buffered path's CCL buffers */
+int zh_ccl_ensure(zh_comm_t *c);
+void zh_ccl_release(zh_comm_t *c);
+
+/* hccl_op.c: descriptors, agreement, path choice, dispatch */
+typedef struct {
+    zh_op_kind_t kind;
+    int dtype;
+    int redop;
+    int root;
+    uint64_t count;
+    const void *send;
+    void *recv;
+    uint64_t send_bytes;
+    uint64_t recv_bytes;
+    const uint64_t *v[4]; /* rank-local arrays (nranks each) or NULL */
+} zh_op_t;
+
+HcclResult zh_op_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream);
+
+/* hccl_comm.c: registry of live communicators (handles are validated) */
+zh_comm_t *zh_comm_lookup(HcclComm comm);
+HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank,
+                        const HcclCommConfig *cfg, HcclComm *out);
+HcclResult zh_comm_destroy(zh_comm_t *c);
+
+#endif /* HCCL_INTERNAL_H */

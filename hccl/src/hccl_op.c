@@ -1,0 +1,278 @@
+/*
+ * The op path: descriptor, agreement, path choice, algorithm, exit handshake.
+ *
+ * An HCCL collective call checks its local arguments on the caller's thread,
+ * then enqueues a task on the aclrtStream; the task runs on the stream worker
+ * in order with the stream's other work. Per op every rank:
+ *   1. publishes its descriptor in its control segment (slot seq & 1);
+ *   2. barrier (entry): every descriptor of this op is now readable;
+ *   3. compares every descriptor with rank 0's (same for all ranks, so every
+ *      rank reaches the same verdict: a mismatch fails the op with
+ *      HCCL_E_PARA everywhere, logged with the rank and field that differ);
+ *   4. zero-copy if every rank's buffers lie wholly in activated memory (all
+ *      ranks read the same flags, so they agree), else buffered;
+ *   5. resolves pointers (translation for zero-copy, CCL buffers otherwise)
+ *      and runs the algorithm from collectives/;
+ *   6. barrier (exit): nobody returns while a peer may still read its buffers.
+ * A local failure (translation, mapping) raises the rank's error flag so that
+ * peers fail their waits at once instead of timing out; the exit barrier is
+ * still attempted so buffers are not released under a reader.
+ */
+#include "hccl_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "zc/log.h"
+#include "zccl/vmm_ext.h"
+
+typedef struct {
+    zh_comm_t *comm;
+    zh_op_t op;
+    uint64_t arrays[4][ZH_MAX_RANKS];
+} zh_task_t;
+
+typedef struct {
+    coll_sync_t base;
+    zh_comm_t *comm;
+} zh_sync_t;
+
+static int zh_sync_barrier(coll_sync_t *s)
+{
+    return zh_barrier(((zh_sync_t *)s)->comm);
+}
+
+static const char *const zh_op_names[ZH_OP_MAX] = {
+    "?", "Barrier", "AllReduce", "AllGather", "AllGatherV", "ReduceScatter", "ReduceScatterV",
+    "Broadcast", "Reduce", "Scatter", "AlltoAll", "AlltoAllV",
+};
+
+typedef int (*zh_coll_fn)(const coll_args_t *a);
+
+static const struct {
+    zh_coll_fn direct;
+    zh_coll_fn staged;
+    unsigned has_root : 1;
+    unsigned has_redop : 1;
+    unsigned count_equal : 1; /* count must match across ranks */
+} zh_ops[ZH_OP_MAX] = {
+    [ZH_OP_ALLREDUCE] = {coll_allreduce_direct, coll_allreduce_staged, 0, 1, 1},
+    [ZH_OP_ALLGATHER] = {coll_allgather_direct, coll_allgather_staged, 0, 0, 1},
+    [ZH_OP_ALLGATHERV] = {coll_allgatherv_direct, coll_allgatherv_staged, 0, 0, 0},
+    [ZH_OP_REDUCESCATTER] = {coll_reducescatter_direct, coll_reducescatter_staged, 0, 1, 1},
+    [ZH_OP_REDUCESCATTERV] = {coll_reducescatterv_direct, coll_reducescatterv_staged, 0, 1, 0},
+    [ZH_OP_BROADCAST] = {coll_broadcast_direct, coll_broadcast_staged, 1, 0, 1},
+    [ZH_OP_REDUCE] = {coll_reduce_direct, coll_reduce_staged, 1, 1, 1},
+    [ZH_OP_SCATTER] = {coll_scatter_direct, coll_scatter_staged, 1, 0, 1},
+    [ZH_OP_ALLTOALL] = {coll_alltoall_direct, coll_alltoall_staged, 0, 0, 1},
+    [ZH_OP_ALLTOALLV] = {coll_alltoallv_direct, coll_alltoallv_staged, 0, 0, 0},
+};
+
+/* Does rank q's descriptor agree with rank 0's? Logs the first difference. */
+static int zh_op_agree(zh_comm_t *c, const zh_desc_t *d0, const zh_desc_t *dq, int q)
+{
+    const char *what = NULL;
+    long long a = 0;
+    long long b = 0;
+    if (dq->kind != d0->kind) {
+        what = "collective";
+        a = dq->kind;
+        b = d0->kind;
+    } else if (dq->dtype != d0->dtype) {
+        what = "dtype";
+        a = dq->dtype;
+        b = d0->dtype;
+    } else if (zh_ops[d0->kind].has_redop && dq->redop != d0->redop) {
+        what = "reduce op";
+        a = dq->redop;
+        b = d0->redop;
+    } else if (zh_ops[d0->kind].has_root && dq->root != d0->root) {
+        what = "root";
+        a = dq->root;
+        b = d0->root;
+    } else if (zh_ops[d0->kind].count_equal && dq->count != d0->count) {
+        what = "count";
+        a = (long long)dq->count;
+        b = (long long)d0->count;
+    }
+    if (what == NULL) {
+        return 1;
+    }
+    if (c->rank == 0 || c->rank == q) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: op %u (%s): rank %d passed %s %lld but rank 0 passed %lld",
+                c->rank, d0->seq, d0->kind < ZH_OP_MAX ? zh_op_names[d0->kind] : "?", q, what, a,
+                b);
+    } else {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: op %u: ranks disagree (%s of rank %d); failing the op",
+                c->rank, d0->seq, what, q);
+    }
+    return 0;
+}
+
+static int zh_op_exec(zh_comm_t *c, const zh_task_t *t)
+{
+    const zh_op_t *op = &t->op;
+    uint32_t seq = ++c->seq;
+    zh_desc_t *mine = &c->ctrl->desc[seq & 1u];
+    mine->seq = seq;
+    mine->kind = (uint32_t)op->kind;
+    mine->dtype = op->dtype;
+    mine->redop = op->redop;
+    mine->root = op->root;
+    mine->count = op->count;
+    mine->send_va = (uint64_t)(uintptr_t)op->send;
+    mine->recv_va = (uint64_t)(uintptr_t)op->recv;
+    mine->send_bytes = op->send_bytes;
+    mine->recv_bytes = op->recv_bytes;
+    mine->zc_ok = (uint32_t)(zh_mem_local_covers(c, mine->send_va, op->send_bytes) &&
+                             zh_mem_local_covers(c, mine->recv_va, op->recv_bytes));
+    for (int i = 0; i < 4; i++) {
+        if (op->v[i] != NULL) {
+            memcpy(mine->v[i], t->arrays[i], sizeof(uint64_t) * (size_t)c->nranks);
+        }
+    }
+    int st = zh_barrier(c);
+    if (st != ZC_OK) {
+        return st;
+    }
+    const zh_desc_t *d[ZH_MAX_RANKS];
+    int agree = 1;
+    int zc = 1;
+    for (int q = 0; q < c->nranks; q++) {
+        d[q] = &c->peers[q].ctrl->desc[seq & 1u];
+        if (d[q]->seq != seq) {
+            ZC_WARN(ZC_SUB_COLL, "rank %d: rank %d is at op %u, I am at op %u", c->rank, q,
+                    d[q]->seq, seq);
+            agree = 0;
+        }
+        zc &= d[q]->zc_ok != 0;
+    }
+    for (int q = 1; q < c->nranks && agree; q++) {
+        agree = zh_op_agree(c, d[0], d[q], q);
+    }
+    int result = ZC_OK;
+    if (!agree) {
+        result = ZC_ERR_INVAL;
+    } else if (op->kind != ZH_OP_BARRIER) {
+        const void *in[ZH_MAX_RANKS];
+        void *out[ZH_MAX_RANKS];
+        void *ccl[ZH_MAX_RANKS];
+        const uint64_t *arr[4][ZH_MAX_RANKS];
+        uint64_t staged = 0;
+        zh_sync_t sync = {{zh_sync_barrier}, c};
+        for (int q = 0; q < c->nranks; q++) {
+            for (int i = 0; i < 4; i++) {
+                arr[i][q] = d[q]->v[i];
+            }
+        }
+        coll_args_t a = {
+            .rank = c->rank,
+            .nranks = c->nranks,
+            .root = op->root,
+            .dtype = op->dtype,
+            .op = op->redop,
+            .count = op->count,
+            .in = in,
+            .out = out,
+            .send = op->send,
+            .recv = op->recv,
+            .ccl = ccl,
+            .send_counts = op->v[0] != NULL ? arr[0] : NULL,
+            .send_displs = op->v[1] != NULL ? arr[1] : NULL,
+            .recv_counts = op->v[2] != NULL ? arr[2] : NULL,
+            .recv_displs = op->v[3] != NULL ? arr[3] : NULL,
+            .sync = &sync.base,
+            .staged_bytes = &staged,
+            .tune = &c->tune,
+        };
+        if (zc) {
+            for (int q = 0; q < c->nranks && result == ZC_OK; q++) {
+                void *p = NULL;
+                result = zh_mem_translate(c, q, d[q]->send_va, d[q]->send_bytes, &p);
+                in[q] = p;
+                if (result == ZC_OK) {
+                    result = zh_mem_translate(c, q, d[q]->recv_va, d[q]->recv_bytes, &out[q]);
+                }
+            }
+            if (result == ZC_OK) {
+                result = zh_ops[op->kind].direct(&a);
+            }
+            atomic_fetch_add_explicit(&c->zc_ops, 1, memory_order_relaxed);
+        } else {
+            result = zh_ccl_ensure(c);
+            if (result == ZC_OK) {
+                for (int q = 0; q < c->nranks; q++) {
+                    ccl[q] = c->peers[q].ccl;
+                }
+                a.ccl_bytes = c->ccl_bytes;
+                result = zh_ops[op->kind].staged(&a);
+            }
+            atomic_fetch_add_explicit(&c->buf_ops, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&c->staged_bytes, staged, memory_order_relaxed);
+        }
+        if (result != ZC_OK && result != ZC_ERR_REMOTE && result != ZC_ERR_TIMEOUT) {
+            zh_comm_fail(c, zh_result(result));
+        }
+    }
+    if (result == ZC_ERR_REMOTE || result == ZC_ERR_TIMEOUT) {
+        return result; /* the comm is broken; peers are not coming */
+    }
+    st = zh_barrier(c);
+    return result != ZC_OK ? result : st;
+}
+
+static int zh_op_task(void *arg)
+{
+    zh_task_t *t = arg;
+    zh_comm_t *c = t->comm;
+    int prev_rank = zc_log_get_rank();
+    zc_log_set_rank(c->rank);
+    int err = atomic_load_explicit(&c->async_error, memory_order_acquire);
+    HcclResult r;
+    if (err != HCCL_SUCCESS) {
+        r = (HcclResult)err; /* a broken comm fails every later op at once */
+    } else {
+        int st = zh_op_exec(c, t);
+        r = zh_result(st);
+        if (st == ZC_ERR_REMOTE || st == ZC_ERR_TIMEOUT) {
+            zh_comm_fail(c, r);
+        }
+    }
+    zc_log_set_rank(prev_rank);
+    return (int)r;
+}
+
+static void zh_op_task_free(void *arg)
+{
+    zh_task_t *t = arg;
+    atomic_fetch_sub_explicit(&t->comm->inflight, 1, memory_order_release);
+    free(t);
+}
+
+HcclResult zh_op_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
+{
+    zh_task_t *t = malloc(sizeof(*t));
+    if (t == NULL) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory queueing an op", c->rank);
+        return HCCL_E_MEMORY;
+    }
+    t->comm = c;
+    t->op = *op;
+    for (int i = 0; i < 4; i++) {
+        if (op->v[i] != NULL) {
+            memcpy(t->arrays[i], op->v[i], sizeof(uint64_t) * (size_t)c->nranks);
+        }
+    }
+    atomic_fetch_add_explicit(&c->inflight, 1, memory_order_relaxed);
+    aclError e = zccl_stream_enqueue(stream, zh_op_task, t, zh_op_task_free);
+    if (e != ACL_SUCCESS) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: cannot enqueue %s on stream %p (aclError %d)", c->rank,
+                zh_op_names[op->kind], stream, (int)e);
+        zh_op_task_free(t); /* a refused task is not the stream's to free */
+        return e == ACL_ERROR_RT_PARAM_INVALID || e == ACL_ERROR_INVALID_PARAM ||
+                       e == ACL_ERROR_RT_INVALID_HANDLE
+                   ? HCCL_E_PARA
+                   : HCCL_E_RUNTIME;
+    }
+    return HCCL_SUCCESS;
+}

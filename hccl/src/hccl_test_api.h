@@ -1,0 +1,32 @@
+/*
+ * Internal introspection for tests (not installed). Exported from libhccl
+ * with a zccl_ prefix so tests can read counters without reaching into
+ * struct layouts.
+ */
+#ifndef HCCL_TEST_API_H
+#define HCCL_TEST_API_H
+
+#include <stdint.h>
+
+#include "hccl/hccl_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Bytes this rank copied into CCL buffers on this communicator so far
+ *  (stays 0 while every op runs zero-copy). */
+__attribute__((visibility("default"))) uint64_t zccl_comm_staged_bytes(HcclComm comm);
+
+/** Ops this rank ran zero-copy / buffered on this communicator. */
+__attribute__((visibility("default"))) uint64_t zccl_comm_zero_copy_ops(HcclComm comm);
+__attribute__((visibility("default"))) uint64_t zccl_comm_buffered_ops(HcclComm comm);
+
+/** 1 once the communicator created its CCL buffer (buffered path used). */
+__attribute__((visibility("default"))) int zccl_comm_ccl_allocated(HcclComm comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
