@@ -24,6 +24,7 @@
 #include "zccl/vmm_ext.h"
 
 #define ZH_MAX_COMMS 1024
+#define ZH_SPIN_OVERSUB 16u
 
 static pthread_mutex_t zh_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static zh_comm_t *zh_registry[ZH_MAX_COMMS];
@@ -127,6 +128,7 @@ static void zh_comm_free(zh_comm_t *c)
 {
     zh_mem_release_all(c);
     zh_ccl_release(c);
+    zh_p2p_release(c);
     zh_ctrl_destroy(c);
     pthread_mutex_destroy(&c->lock);
     c->magic = 0;
@@ -147,6 +149,7 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     c->nranks = (int)nranks;
     c->ctrl_fd = -1;
     c->ccl_fd = -1;
+    c->p2p_fd = -1;
     c->buffsize = env->buffsize_mb << 20;
     c->exec_timeout_ns = env->exec_timeout_s * 1000000000ull;
     c->deterministic = env->deterministic;
@@ -169,6 +172,12 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
                                &boot, table),
                   st, fail);
     int local = zh_ctrl_attach_peers(c, table);
+    /* Oversubscribed (more ranks than cores): spinning only burns the time
+     * slice of the peer we wait for, so go straight to yielding. */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu > 0 && (long)nranks > ncpu && c->spin_iters > ZH_SPIN_OVERSUB) {
+        c->spin_iters = ZH_SPIN_OVERSUB;
+    }
     st = zh_boot_finish(boot, local);
     if (local != ZC_OK) {
         st = local;

@@ -102,6 +102,33 @@ typedef struct {
     uint64_t token; /* broker token of the physical memory */
 } zh_region_t;
 
+/* Point-to-point channel with one peer, in my control segment. The send side
+ * (post, chunk, sdesc) is about what I send to that peer; the receive side
+ * (ready, ack, done, rdesc) about what I receive from it. Counters only grow:
+ * post/ready/done count messages, chunk/ack count staged chunks. */
+typedef struct {
+    uint32_t seq;
+    int32_t dtype;
+    uint32_t zc;     /* my buffer lies wholly in activated memory */
+    int32_t pad;
+    uint64_t count;
+    uint64_t va;
+    uint64_t bytes;
+} zh_p2p_desc_t;
+
+typedef struct {
+    zh_flag_t post;
+    zh_flag_t chunk;
+    zh_flag_t ready;
+    zh_flag_t ack;
+    zh_flag_t done;
+    _Alignas(ZC_CACHELINE) zh_p2p_desc_t sdesc;
+    _Alignas(ZC_CACHELINE) zh_p2p_desc_t rdesc;
+    /* receiver's verdict (HcclResult) of message seq, at [seq & 3]: rdesc may
+     * already describe the next message when the sender looks */
+    _Alignas(ZC_CACHELINE) int32_t verdict[4];
+} zh_p2p_t;
+
 typedef struct {
     uint32_t version;
     uint32_t rank;
@@ -116,6 +143,9 @@ typedef struct {
     zh_desc_t desc[2];  /* by seq & 1 */
     zh_range_t ranges[ZH_MAX_RANGES];
     zh_region_t regions[ZH_MAX_REGIONS];
+    uint64_t p2p_token; /* staging buffer for buffered sends, 0 until created */
+    uint64_t p2p_part;  /* bytes of it reserved for each peer */
+    zh_p2p_t p2p[ZH_MAX_RANKS];
 } zh_ctrl_t;
 
 /* One peer as this rank sees it. */
@@ -126,6 +156,12 @@ typedef struct {
     uint64_t ctrl_token;
     zh_ctrl_t *ctrl;      /* the peer's control segment, mapped here */
     void *ccl;            /* the peer's CCL buffer, mapped here (lazily) */
+    void *p2p_buf;        /* the peer's send staging buffer, mapped here (lazily) */
+    size_t p2p_buf_bytes;
+    uint32_t send_seq;    /* messages I sent to this peer */
+    uint32_t recv_seq;    /* messages I received from this peer */
+    uint32_t send_chunks; /* chunks I staged for this peer */
+    uint32_t recv_chunks; /* chunks I consumed from this peer */
     /* shadow windows: one reservation per peer range, by range index */
     void *win[ZH_MAX_RANGES];
     uint32_t win_gen[ZH_MAX_RANGES];
@@ -177,6 +213,9 @@ typedef struct zh_comm {
     int ccl_fd;
     void *ccl_local;
     size_t ccl_bytes; /* min over ranks, once created */
+    int p2p_fd;       /* my send staging buffer (buffered Send), lazily */
+    void *p2p_local;
+    size_t p2p_bytes;
 
     atomic_int async_error; /* first HcclResult an op failed with */
     atomic_int inflight;    /* tasks queued on streams, not yet finished */
@@ -250,6 +289,14 @@ typedef struct {
 } zh_op_t;
 
 HcclResult zh_op_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream);
+
+/* hccl_p2p.c: Send/Recv/BatchSendRecv and groups */
+HcclResult zh_p2p_submit(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
+                         aclrtStream stream);
+void zh_p2p_release(zh_comm_t *c);
+
+/* hccl_ctrl.c: liveness/abort checks shared by the waits */
+int zh_wait_check(zh_comm_t *c, int peer, uint64_t start);
 
 /* hccl_comm.c: registry of live communicators (handles are validated) */
 zh_comm_t *zh_comm_lookup(HcclComm comm);

@@ -1,0 +1,456 @@
+/*
+ * Point-to-point: HcclSend, HcclRecv, HcclBatchSendRecv, HcclGroupStart/End.
+ *
+ * Channel (per ordered pair S -> R, in the control segments, hccl_internal.h):
+ *   S: writes sdesc {seq k, dtype, count, va, bytes, zc}, posts S.post = k.
+ *   R: writes rdesc {seq k, dtype, count, zc},            posts R.ready = k.
+ *   Each side then reads the other's descriptor; a count or dtype mismatch
+ *   fails both sides with HCCL_E_PARA (each sees it).
+ *   zero-copy (both buffers in activated memory, or S and R in one process):
+ *     R translates S's buffer, copies it into its own, posts R.done = k.
+ *   buffered: S stages chunks of its buffer in its staging buffer's part for
+ *     R and posts S.chunk; R copies each out and posts R.ack; a part holds one
+ *     chunk, so S stages chunk j+1 only after ack j. R posts R.done = k last.
+ *   S completes when R.done reaches k.
+ * Messages of one pair and direction complete in the order issued. A batch
+ * (HcclBatchSendRecv, or a group's sends and receives) runs as one task that
+ * advances every item without blocking on any one of them, so any order of
+ * items on any rank is deadlock-free. The staging buffer (min(HCCL_BUFFSIZE,
+ * 64 MiB), split evenly among peers) is created by a sender the first time it
+ * stages, and mapped by a receiver after the first chunk flag says it exists;
+ * no collective step is needed.
+ */
+#include "hccl_internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "zc/log.h"
+#include "zc/sync.h"
+#include "zccl/vmm_ext.h"
+
+#define ZH_P2P_MAX_STAGE (64ull << 20)
+
+typedef enum { ZH_IT_START, ZH_IT_MATCH, ZH_IT_DATA, ZH_IT_FINISH, ZH_IT_DONE } zh_item_state_t;
+
+typedef struct {
+    HcclSendRecvItem it;
+    size_t bytes;
+    zh_item_state_t state;
+    uint32_t seq;
+    int zc;
+    size_t moved; /* bytes staged (send) or consumed (recv) */
+    int status;
+} zh_item_t;
+
+typedef struct {
+    zh_comm_t *comm;
+    uint32_t n;
+    zh_item_t items[];
+} zh_batch_t;
+
+static int zh_reached(uint32_t v, uint32_t target)
+{
+    return (int32_t)(v - target) >= 0;
+}
+
+static uint32_t zh_load(zh_flag_t *f)
+{
+    return atomic_load_explicit(&f->value, memory_order_acquire);
+}
+
+/* My staging buffer for buffered sends (created on first use). */
+static int zh_p2p_local(zh_comm_t *c)
+{
+    if (c->p2p_local != NULL) {
+        return ZC_OK;
+    }
+    size_t total = ZC_MIN((size_t)c->buffsize, (size_t)ZH_P2P_MAX_STAGE);
+    size_t part = total / (size_t)c->nranks / 64 * 64;
+    if (part < 4096) {
+        part = 4096;
+    }
+    total = part * (size_t)c->nranks;
+    int fd = memfd_create("zccl-p2p", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, (off_t)total) != 0) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: cannot create a %zu-byte send staging buffer: %s",
+                c->rank, total, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return ZC_ERR_NOMEM;
+    }
+    void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    uint64_t token = 0;
+    int32_t pids[ZH_MAX_RANKS];
+    size_t npids = 0;
+    for (int r = 0; r < c->nranks; r++) {
+        if (r != c->rank) {
+            pids[npids++] = c->peers[r].pid;
+        }
+    }
+    int st = m == MAP_FAILED ? ZC_ERR_NOMEM : zccl_broker_offer(fd, total, 1, &token);
+    if (st == ZC_OK) {
+        st = zccl_broker_allow(token, pids, npids);
+    }
+    if (st != ZC_OK) {
+        if (m != MAP_FAILED) {
+            munmap(m, total);
+        }
+        close(fd);
+        return st;
+    }
+    c->p2p_fd = fd;
+    c->p2p_local = m;
+    c->p2p_bytes = total;
+    c->ctrl->p2p_part = part;
+    atomic_thread_fence(memory_order_release);
+    c->ctrl->p2p_token = token;
+    return ZC_OK;
+}
+
+/* Peer q's staging buffer, mapped here (after its first chunk flag). */
+static int zh_p2p_peer(zh_comm_t *c, int q, char **base, size_t *part)
+{
+    zh_peer_t *p = &c->peers[q];
+    *part = (size_t)p->ctrl->p2p_part;
+    if (p->p2p_buf == NULL) {
+        int fd = -1;
+        size_t sz = 0;
+        ZC_CHECK(zccl_broker_fetch(p->ctrl->p2p_token, &fd, &sz));
+        void *m = mmap(NULL, sz, PROT_READ, MAP_SHARED, fd, 0);
+        close(fd);
+        if (m == MAP_FAILED) {
+            ZC_WARN(ZC_SUB_COLL, "rank %d: cannot map rank %d's staging buffer (%zu bytes)",
+                    c->rank, q, sz);
+            return ZC_ERR_NOMEM;
+        }
+        p->p2p_buf = m;
+        p->p2p_buf_bytes = sz;
+    }
+    *base = (char *)p->p2p_buf + *part * (size_t)c->rank;
+    return ZC_OK;
+}
+
+void zh_p2p_release(zh_comm_t *c)
+{
+    for (int q = 0; q < c->nranks; q++) {
+        zh_peer_t *p = &c->peers[q];
+        if (p->p2p_buf != NULL) {
+            munmap(p->p2p_buf, p->p2p_buf_bytes);
+            p->p2p_buf = NULL;
+        }
+    }
+    if (c->p2p_local != NULL) {
+        (void)zccl_broker_withdraw(c->ctrl->p2p_token);
+        munmap(c->p2p_local, c->p2p_bytes);
+        close(c->p2p_fd);
+        c->p2p_local = NULL;
+    }
+}
+
+/* Advance one send; returns 1 when it moved, 0 when blocked, <0 on error. */
+static int zh_send_step(zh_comm_t *c, zh_item_t *x)
+{
+    int q = (int)x->it.remoteRank;
+    zh_p2p_t *mine = &c->ctrl->p2p[q];
+    zh_p2p_t *theirs = &c->peers[q].ctrl->p2p[c->rank];
+    switch (x->state) {
+    case ZH_IT_START:
+        x->seq = ++c->peers[q].send_seq;
+        mine->sdesc = (zh_p2p_desc_t){x->seq, x->it.dataType,
+                                      (uint32_t)zh_mem_local_covers(c, (uint64_t)(uintptr_t)x->it.buf,
+                                                                    x->bytes),
+                                      0, x->it.count, (uint64_t)(uintptr_t)x->it.buf, x->bytes};
+        zh_flag_post(&mine->post, x->seq);
+        x->state = ZH_IT_MATCH;
+        return 1;
+    case ZH_IT_MATCH: {
+        if (!zh_reached(zh_load(&theirs->ready), x->seq)) {
+            return 0;
+        }
+        zh_p2p_desc_t r = theirs->rdesc;
+        if (r.seq != x->seq) {
+            /* The receiver finished this message (zero-copy or mismatch)
+             * and moved on: its verdict is in the ring. */
+            x->state = ZH_IT_FINISH;
+            return 1;
+        }
+        if (r.count != x->it.count || r.dtype != (int32_t)x->it.dataType) {
+            ZC_WARN(ZC_SUB_COLL, "rank %d: send #%u to rank %d of %llu x type %d, but it "
+                    "receives %llu x type %d", c->rank, x->seq, q,
+                    (unsigned long long)x->it.count, x->it.dataType,
+                    (unsigned long long)r.count, r.dtype);
+            x->status = ZC_ERR_INVAL;
+            x->state = ZH_IT_FINISH;
+            return 1;
+        }
+        x->zc = (mine->sdesc.zc && r.zc) || c->peers[q].same_proc;
+        x->state = x->zc || x->bytes == 0 ? ZH_IT_FINISH : ZH_IT_DATA;
+        return 1;
+    }
+    case ZH_IT_DATA: {
+        /* The part is free once the receiver acked every chunk so far. */
+        zh_peer_t *p = &c->peers[q];
+        if (!zh_reached(zh_load(&theirs->ack), p->send_chunks)) {
+            return 0;
+        }
+        int st = zh_p2p_local(c);
+        if (st != ZC_OK) {
+            return st;
+        }
+        size_t part = (size_t)c->ctrl->p2p_part;
+        size_t n = ZC_MIN(part, x->bytes - x->moved);
+        coll_copy((char *)c->p2p_local + part * (size_t)q, (const char *)x->it.buf + x->moved, n,
+                  c->tune.nt_min);
+        atomic_fetch_add_explicit(&c->staged_bytes, n, memory_order_relaxed);
+        x->moved += n;
+        zh_flag_post(&mine->chunk, ++p->send_chunks);
+        if (x->moved == x->bytes) {
+            x->state = ZH_IT_FINISH;
+        }
+        return 1;
+    }
+    case ZH_IT_FINISH:
+        if (!zh_reached(zh_load(&theirs->done), x->seq)) {
+            return 0;
+        }
+        if (x->status == ZC_OK && theirs->verdict[x->seq & 3u] != HCCL_SUCCESS) {
+            x->status = ZC_ERR_INVAL;
+        }
+        x->state = ZH_IT_DONE;
+        return 1;
+    case ZH_IT_DONE:
+        return 0;
+    }
+    return 0;
+}
+
+static int zh_recv_step(zh_comm_t *c, zh_item_t *x)
+{
+    int q = (int)x->it.remoteRank;
+    zh_p2p_t *mine = &c->ctrl->p2p[q];
+    zh_p2p_t *theirs = &c->peers[q].ctrl->p2p[c->rank];
+    zh_peer_t *p = &c->peers[q];
+    switch (x->state) {
+    case ZH_IT_START:
+        x->seq = ++p->recv_seq;
+        mine->rdesc = (zh_p2p_desc_t){x->seq, x->it.dataType,
+                                      (uint32_t)zh_mem_local_covers(c, (uint64_t)(uintptr_t)x->it.buf,
+                                                                    x->bytes),
+                                      0, x->it.count, (uint64_t)(uintptr_t)x->it.buf, x->bytes};
+        zh_flag_post(&mine->ready, x->seq);
+        x->state = ZH_IT_MATCH;
+        return 1;
+    case ZH_IT_MATCH: {
+        if (!zh_reached(zh_load(&theirs->post), x->seq)) {
+            return 0;
+        }
+        zh_p2p_desc_t s = theirs->sdesc;
+        if (s.count != x->it.count || s.dtype != (int32_t)x->it.dataType) {
+            ZC_WARN(ZC_SUB_COLL, "rank %d: receive #%u from rank %d of %llu x type %d, but it "
+                    "sends %llu x type %d", c->rank, x->seq, q, (unsigned long long)x->it.count,
+                    x->it.dataType, (unsigned long long)s.count, s.dtype);
+            mine->verdict[x->seq & 3u] = HCCL_E_PARA;
+            x->status = ZC_ERR_INVAL;
+            zh_flag_post(&mine->done, x->seq);
+            x->state = ZH_IT_DONE;
+            return 1;
+        }
+        mine->verdict[x->seq & 3u] = HCCL_SUCCESS;
+        x->zc = (s.zc && mine->rdesc.zc) || p->same_proc;
+        if (x->zc && x->bytes > 0) {
+            void *src = NULL;
+            int st = zh_mem_translate(c, q, s.va, s.bytes, &src);
+            if (st != ZC_OK) {
+                return st;
+            }
+            coll_copy(x->it.buf, src, x->bytes, c->tune.nt_min);
+        }
+        if (x->zc || x->bytes == 0) {
+            zh_flag_post(&mine->done, x->seq);
+            x->state = ZH_IT_DONE;
+        } else {
+            x->state = ZH_IT_DATA;
+        }
+        return 1;
+    }
+    case ZH_IT_DATA: {
+        if (!zh_reached(zh_load(&theirs->chunk), p->recv_chunks + 1)) {
+            return 0;
+        }
+        char *src = NULL;
+        size_t part = 0;
+        int st = zh_p2p_peer(c, q, &src, &part);
+        if (st != ZC_OK) {
+            return st;
+        }
+        size_t n = ZC_MIN(part, x->bytes - x->moved);
+        coll_copy((char *)x->it.buf + x->moved, src, n, c->tune.nt_min);
+        x->moved += n;
+        zh_flag_post(&mine->ack, ++p->recv_chunks);
+        if (x->moved == x->bytes) {
+            zh_flag_post(&mine->done, x->seq);
+            x->state = ZH_IT_DONE;
+        }
+        return 1;
+    }
+    case ZH_IT_FINISH:
+    case ZH_IT_DONE:
+        return 0;
+    }
+    return 0;
+}
+
+/* An item may start only after earlier items of its pair and direction. */
+static int zh_item_blocked(const zh_batch_t *b, uint32_t i)
+{
+    const zh_item_t *x = &b->items[i];
+    for (uint32_t j = 0; j < i; j++) {
+        const zh_item_t *y = &b->items[j];
+        if (y->state != ZH_IT_DONE && y->it.remoteRank == x->it.remoteRank &&
+            y->it.sendRecvType == x->it.sendRecvType) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int zh_p2p_run(zh_comm_t *c, zh_batch_t *b)
+{
+    uint64_t start = zc_time_ns();
+    uint32_t idle = 0;
+    int result = ZC_OK;
+    for (;;) {
+        int moved = 0;
+        uint32_t left = 0;
+        int waiting_on = -1;
+        for (uint32_t i = 0; i < b->n; i++) {
+            zh_item_t *x = &b->items[i];
+            if (x->state == ZH_IT_DONE) {
+                continue;
+            }
+            left++;
+            if (x->state == ZH_IT_START && zh_item_blocked(b, i)) {
+                continue;
+            }
+            int r = x->it.sendRecvType == HCCL_SEND ? zh_send_step(c, x) : zh_recv_step(c, x);
+            if (r < 0) {
+                return r; /* local failure: the caller raises the error flag */
+            }
+            if (r > 0) {
+                moved = 1;
+            } else {
+                waiting_on = (int)x->it.remoteRank;
+            }
+            if (x->state == ZH_IT_DONE && x->status != ZC_OK && result == ZC_OK) {
+                result = x->status;
+            }
+        }
+        if (left == 0) {
+            return result;
+        }
+        if (moved) {
+            idle = 0;
+            continue;
+        }
+        idle++;
+        if (idle < c->spin_iters) {
+            zc_cpu_relax();
+        } else if (idle < c->spin_iters + 256) {
+            sched_yield();
+        } else {
+            int st = zh_wait_check(c, waiting_on, start);
+            if (st != ZC_OK) {
+                return st;
+            }
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static int zh_p2p_task(void *arg)
+{
+    zh_batch_t *b = arg;
+    zh_comm_t *c = b->comm;
+    int prev = zc_log_get_rank();
+    zc_log_set_rank(c->rank);
+    int err = atomic_load_explicit(&c->async_error, memory_order_acquire);
+    HcclResult r;
+    if (err != HCCL_SUCCESS) {
+        r = (HcclResult)err;
+    } else {
+        int st = zh_p2p_run(c, b);
+        r = zh_result(st);
+        if (st != ZC_OK && st != ZC_ERR_INVAL) {
+            zh_comm_fail(c, r); /* pair state is unknown now: the comm is broken */
+        }
+    }
+    zc_log_set_rank(prev);
+    return (int)r;
+}
+
+static void zh_p2p_free(void *arg)
+{
+    zh_batch_t *b = arg;
+    atomic_fetch_sub_explicit(&b->comm->inflight, 1, memory_order_release);
+    free(b);
+}
+
+HcclResult zh_p2p_submit(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
+                         aclrtStream stream)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const HcclSendRecvItem *it = &items[i];
+        size_t sz = coll_dtype_size(it->dataType);
+        if (it->sendRecvType != HCCL_SEND && it->sendRecvType != HCCL_RECV) {
+            ZC_WARN(ZC_SUB_COLL, "rank %d: item %u has sendRecvType %d (HCCL_SEND or HCCL_RECV)",
+                    c->rank, i, (int)it->sendRecvType);
+            return HCCL_E_PARA;
+        }
+        if (sz == 0) {
+            ZC_WARN(ZC_SUB_COLL, "rank %d: item %u has dataType %d", c->rank, i, it->dataType);
+            return HCCL_E_PARA;
+        }
+        if (it->remoteRank >= (uint32_t)c->nranks || it->remoteRank == (uint32_t)c->rank) {
+            ZC_WARN(ZC_SUB_COLL, "rank %d: item %u names peer rank %u (nranks %d, not myself)",
+                    c->rank, i, it->remoteRank, c->nranks);
+            return HCCL_E_PARA;
+        }
+        if (it->count > (UINT64_MAX / 4) / sz) {
+            ZC_WARN(ZC_SUB_COLL, "rank %d: item %u count %llu is absurd", c->rank, i,
+                    (unsigned long long)it->count);
+            return HCCL_E_PARA;
+        }
+        if (it->buf == NULL && it->count != 0) {
+            ZC_WARN(ZC_SUB_COLL, "rank %d: item %u buf is NULL with count %llu", c->rank, i,
+                    (unsigned long long)it->count);
+            return HCCL_E_PTR;
+        }
+    }
+    zh_batch_t *b = calloc(1, sizeof(*b) + sizeof(zh_item_t) * n);
+    if (b == NULL) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory for %u send/recv items", c->rank, n);
+        return HCCL_E_MEMORY;
+    }
+    b->comm = c;
+    b->n = n;
+    for (uint32_t i = 0; i < n; i++) {
+        b->items[i].it = items[i];
+        b->items[i].bytes = items[i].count * coll_dtype_size(items[i].dataType);
+    }
+    atomic_fetch_add_explicit(&c->inflight, 1, memory_order_relaxed);
+    aclError e = zccl_stream_enqueue(stream, zh_p2p_task, b, zh_p2p_free);
+    if (e != ACL_SUCCESS) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: cannot enqueue send/recv on stream %p (aclError %d)",
+                c->rank, stream, (int)e);
+        zh_p2p_free(b);
+        return HCCL_E_RUNTIME;
+    }
+    return HCCL_SUCCESS;
+}
