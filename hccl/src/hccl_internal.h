@@ -146,6 +146,13 @@ typedef struct {
     uint64_t p2p_token; /* staging buffer for buffered sends, 0 until created */
     uint64_t p2p_part;  /* bytes of it reserved for each peer */
     zh_p2p_t p2p[ZH_MAX_RANKS];
+    /* root infos of sub-communicators this rank roots (HcclCreateSubCommConfig) */
+    struct {
+        zh_flag_t ready; /* bumped after id and info are written */
+        uint64_t id;
+        HcclRootInfo info;
+    } sub[4];
+    uint32_t sub_next;
 } zh_ctrl_t;
 
 /* One peer as this rank sees it. */
