@@ -303,8 +303,7 @@ int zh_ctrl_barrier(zh_comm_t *c)
 void zh_table_begin(zh_comm_t *c)
 {
     unsigned v = atomic_load_explicit(&c->ctrl->table.value, memory_order_relaxed);
-    atomic_store_explicit(&c->ctrl->table.value, v + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&c->ctrl->table.value, v + 1, memory_order_seq_cst);
 }
 
 void zh_table_end(zh_comm_t *c)

@@ -180,6 +180,7 @@ typedef struct {
     uint64_t map_va[ZH_MAX_REGIONS];
     uint64_t map_size[ZH_MAX_REGIONS];
     uint32_t table_seen; /* peer's table seqlock value last swept */
+    uint32_t last_region; /* region index the last translation hit */
 } zh_peer_t;
 
 /* A block this rank activated (local bookkeeping). */

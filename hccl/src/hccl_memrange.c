@@ -262,8 +262,7 @@ static void zh_mem_read_table(const zh_ctrl_t *pc, zh_range_t *ranges, zh_region
         }
         memcpy(ranges, pc->ranges, sizeof(pc->ranges));
         memcpy(regions, pc->regions, sizeof(pc->regions));
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&pc->table.value, memory_order_relaxed) == v1) {
+        if (atomic_load_explicit(&pc->table.value, memory_order_seq_cst) == v1) {
             *version = v1;
             return;
         }
@@ -347,7 +346,12 @@ int zh_mem_translate(zh_comm_t *c, int q, uint64_t va, uint64_t bytes, void **ou
     zh_mem_sweep_peer(c, q);
     const zh_ctrl_t *pc = p->ctrl;
     int st = ZC_ERR_NOT_FOUND;
-    for (int k = 0; k < ZH_MAX_REGIONS; k++) {
+    /* Ops reuse the same few blocks: try the last block that matched first. */
+    for (int i = 0; i <= ZH_MAX_REGIONS; i++) {
+        int k = i == 0 ? (int)p->last_region : i - 1;
+        if (i > 0 && k == (int)p->last_region) {
+            continue;
+        }
         zh_region_t g = pc->regions[k];
         if (g.state != 1 || !zh_inside(va, bytes, g.va, g.size)) {
             continue;
@@ -381,6 +385,7 @@ int zh_mem_translate(zh_comm_t *c, int q, uint64_t va, uint64_t bytes, void **ou
             p->map_size[k] = g.size;
         }
         *out = slot + (va - g.va);
+        p->last_region = (uint32_t)k;
         st = ZC_OK;
         break;
     }

@@ -29,7 +29,7 @@
 typedef struct {
     zh_comm_t *comm;
     zh_op_t op;
-    uint64_t arrays[4][ZH_MAX_RANKS];
+    uint64_t (*arrays)[ZH_MAX_RANKS]; /* V collectives only: copies of op.v */
 } zh_task_t;
 
 typedef struct {
@@ -246,6 +246,7 @@ static void zh_op_task_free(void *arg)
 {
     zh_task_t *t = arg;
     atomic_fetch_sub_explicit(&t->comm->inflight, 1, memory_order_release);
+    free(t->arrays);
     free(t);
 }
 
@@ -258,9 +259,19 @@ HcclResult zh_op_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
     }
     t->comm = c;
     t->op = *op;
-    for (int i = 0; i < 4; i++) {
-        if (op->v[i] != NULL) {
-            memcpy(t->arrays[i], op->v[i], sizeof(uint64_t) * (size_t)c->nranks);
+    t->arrays = NULL;
+    if (op->v[0] != NULL || op->v[2] != NULL) {
+        /* The caller may reuse its count arrays once the call returns. */
+        t->arrays = calloc(4, sizeof(*t->arrays));
+        if (t->arrays == NULL) {
+            free(t);
+            ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory queueing an op", c->rank);
+            return HCCL_E_MEMORY;
+        }
+        for (int i = 0; i < 4; i++) {
+            if (op->v[i] != NULL) {
+                memcpy(t->arrays[i], op->v[i], sizeof(uint64_t) * (size_t)c->nranks);
+            }
         }
     }
     atomic_fetch_add_explicit(&c->inflight, 1, memory_order_relaxed);

@@ -107,8 +107,8 @@ static int zh_p2p_local(zh_comm_t *c)
     c->p2p_fd = fd;
     c->p2p_local = m;
     c->p2p_bytes = total;
+    /* Peers read these only after a chunk flag, posted with release order. */
     c->ctrl->p2p_part = part;
-    atomic_thread_fence(memory_order_release);
     c->ctrl->p2p_token = token;
     return ZC_OK;
 }

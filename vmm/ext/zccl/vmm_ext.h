@@ -38,7 +38,8 @@ typedef int (*zccl_task_fn)(void *arg);
  * Enqueue fn(arg) on stream (NULL = the calling thread's current device's
  * default stream); it runs in FIFO order with the stream's other work. dtor,
  * if not NULL, is called with arg after fn ran (or when the stream is
- * destroyed before it ran). Returns ACL_SUCCESS or an aclError.
+ * destroyed before it ran). Returns ACL_SUCCESS or an aclError; on an error
+ * nothing was queued, dtor is not called and the caller still owns arg.
  */
 __attribute__((visibility("default"))) aclError zccl_stream_enqueue(aclrtStream stream,
                                                                     zccl_task_fn fn, void *arg,

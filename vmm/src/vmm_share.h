@@ -1,0 +1,141 @@
+/*
+ * Internals shared by the VMM, export/import, IPC-key and broker files of
+ * libascendcl (vmm_phys.c, vmm_export.c, vmm_ipc.c, vmm_broker.c).
+ *
+ * Objects and who owns them:
+ *  - A physical handle (vmm_phys_t) owns one memfd. aclrtMallocPhysical and
+ *    the import calls create it with one user reference; Retain adds one and
+ *    FreePhysical drops one. Each aclrtMapMem of it holds a map reference.
+ *    The fd is closed and the handle forgotten when both counts are zero; the
+ *    broker offer of its shareable handle is withdrawn when the user count
+ *    reaches zero (new imports fail, existing imports keep their memory).
+ *  - Reservations and the mappings inside them live in vmm_phys.c.
+ *  - Broker offers (a dup of an fd each) live in vmm_broker.c.
+ * Locking: one registry mutex (vmm_lock) guards handles, reservations,
+ * mappings and the IPC key tables; the broker has its own mutex, always
+ * taken after the registry mutex, never before. Both are taken around fork()
+ * (vmm_broker.c registers the handlers), so a forked child finds them free.
+ *
+ * Broker wire protocol (SOCK_SEQPACKET, one request per connection): the
+ * client sends a vmm_broker_req_t; the broker answers with a
+ * vmm_broker_resp_t, carrying the fd with SCM_RIGHTS when status is ZC_OK.
+ * Anything else (wrong length, magic, version or op) is answered with
+ * ZC_ERR_INVAL and the connection is closed.
+ */
+#ifndef VMM_SHARE_H
+#define VMM_SHARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include "acl/acl_base.h"
+
+/* ---- broker protocol ------------------------------------------------------ */
+
+#define VMM_BROKER_MAGIC 0x5a43424bu /* "ZCBK" */
+#define VMM_BROKER_VERSION 1u
+#define VMM_BROKER_OP_FETCH 1u
+/* Seconds a fetching client waits for connect, send and the answer. */
+#define VMM_BROKER_CLIENT_TIMEOUT_S 5
+/* Seconds the broker waits for one client's request or for its answer to go. */
+#define VMM_BROKER_SERVER_TIMEOUT_S 2
+/* The token's low bits are random; the owner's pid sits above them. */
+#define VMM_TOKEN_PID_SHIFT 42
+#define VMM_TOKEN_SERIAL_MASK ((UINT64_C(1) << VMM_TOKEN_PID_SHIFT) - 1)
+
+typedef struct {
+    uint32_t magic;   /* VMM_BROKER_MAGIC */
+    uint16_t version; /* VMM_BROKER_VERSION */
+    uint16_t op;      /* VMM_BROKER_OP_FETCH */
+    uint64_t token;   /* the offer asked for */
+} vmm_broker_req_t;
+_Static_assert(sizeof(vmm_broker_req_t) == 16, "broker request layout is fixed");
+
+typedef struct {
+    uint32_t magic;    /* VMM_BROKER_MAGIC */
+    uint16_t version;  /* VMM_BROKER_VERSION */
+    uint16_t reserved; /* 0 */
+    int32_t status;    /* zc_status_t: ZC_OK (fd attached) or the refusal */
+    uint32_t reserved2;
+    uint64_t size; /* bytes offered, when status is ZC_OK */
+} vmm_broker_resp_t;
+_Static_assert(sizeof(vmm_broker_resp_t) == 24, "broker response layout is fixed");
+
+/**
+ * Fill addr with the abstract socket name "\0zccl-broker-<pid>".
+ * @return the address length to pass to bind/connect.
+ */
+socklen_t vmm_broker_addr(int32_t pid, struct sockaddr_un *addr);
+
+/** Registers the fork handlers once (a constructor of vmm_broker.c calls it). */
+void vmm_fork_init(void);
+
+/* ---- FABRIC shareable handle (aclrtMemFabricHandle, 128 bytes) ------------ */
+
+#define VMM_FABRIC_MAGIC 0x5a434642u /* "ZCFB" */
+#define VMM_FABRIC_VERSION 1u
+
+/* A DEFAULT handle (the token) plus the exporter's host identity, so an
+ * import on another host fails clearly instead of asking a stranger. */
+typedef struct {
+    uint32_t magic;   /* VMM_FABRIC_MAGIC */
+    uint32_t version; /* VMM_FABRIC_VERSION */
+    uint64_t token;   /* the broker offer */
+    uint64_t host_id; /* zc_host_id() of the exporter */
+    uint64_t size;    /* bytes of the physical allocation */
+    uint8_t reserved[96];
+} vmm_fabric_t;
+_Static_assert(sizeof(vmm_fabric_t) == 128, "fabric handle is 128 bytes");
+
+/* ---- registry ------------------------------------------------------------- */
+
+typedef struct vmm_phys vmm_phys_t;
+struct vmm_phys {
+    vmm_phys_t *next;
+    int fd;             /* the memfd; owned */
+    size_t size;        /* bytes, a multiple of gran */
+    size_t gran;        /* minimum granularity of its properties */
+    int dev;            /* device id whose memory it is, -1 for host memory */
+    int numa;           /* NUMA node its pages prefer, -1 for none */
+    unsigned refs;      /* user references (alloc/import 1, +1 per retain) */
+    unsigned maps;      /* live aclrtMapMem mappings */
+    uint64_t token;     /* broker offer of its shareable handle, 0 if none */
+    uint64_t src_token; /* shareable handle it was imported from, 0 if local */
+};
+
+void vmm_lock(void);
+void vmm_unlock(void);
+void vmm_fork_prepare_registry(void);
+void vmm_fork_parent_registry(void);
+void vmm_fork_child_registry(void);
+/** Child side of fork for the IPC key tables (registry lock held). */
+void vmm_ipc_fork_child(void);
+
+/** The live handle h (user references > 0) or NULL. Registry lock held. */
+vmm_phys_t *vmm_phys_find(aclrtDrvMemHandle h);
+
+/** The live handle whose shareable handle is token, or NULL. Registry lock held. */
+vmm_phys_t *vmm_phys_find_token(uint64_t token);
+
+/**
+ * Wrap fd (ownership passes to the handle, also on failure) of size bytes in a
+ * new handle with one user reference. Registry lock NOT held.
+ * @return ACL_SUCCESS or ACL_ERROR_RT_MEMORY_ALLOCATION.
+ */
+aclError vmm_phys_wrap(int fd, size_t size, int dev, int numa, uint64_t src_token,
+                       aclrtDrvMemHandle *out);
+
+/**
+ * The VMM mapping that contains ptr: its handle's fd (owned by the handle),
+ * the offset of ptr in that fd and the bytes of the mapping from ptr on.
+ * Registry lock held. @return 0 when found, -1 otherwise.
+ */
+int vmm_map_lookup(const void *ptr, int *fd, size_t *offset, size_t *avail);
+
+/** True when token names an offer made by this process (its pid is ours). */
+int vmm_token_is_mine(uint64_t token);
+
+#endif /* VMM_SHARE_H */
