@@ -175,8 +175,40 @@ static void *zh_server_main(void *arg)
         conn[i] = -1;
     }
     while (zc_time_ns() < s->deadline) {
-        struct pollfd lp = {.fd = s->lfd, .events = POLLIN};
-        if (poll(&lp, 1, 200) <= 0) {
+        /* Watch the joined ranks too: one that dies (its socket closes)
+         * before everyone joined fails the session at once. */
+        struct pollfd pfd[ZH_MAX_RANKS + 1];
+        int rank_of[ZH_MAX_RANKS + 1];
+        int n = 0;
+        pfd[n++] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
+        for (int r = 0; r < ZH_MAX_RANKS; r++) {
+            if (conn[r] >= 0) {
+                rank_of[n] = r;
+                pfd[n++] = (struct pollfd){.fd = conn[r], .events = POLLIN};
+            }
+        }
+        if (poll(pfd, (nfds_t)n, 200) <= 0) {
+            continue;
+        }
+        int lost = -1;
+        for (int i = 1; i < n; i++) {
+            if (pfd[i].revents != 0) {
+                lost = rank_of[i]; /* a joined rank must not talk before the table */
+            }
+        }
+        if (lost >= 0 && failed == ZC_OK) {
+            ZC_WARN(ZC_SUB_BOOT, "root: rank %d (pid %d) left before all ranks joined", lost,
+                    (int)hello[lost].entry.pid);
+            failed = ZC_ERR_REMOTE;
+            for (int r = 0; r < ZH_MAX_RANKS; r++) {
+                if (conn[r] >= 0) {
+                    zh_send_status(conn[r], ZH_MSG_TABLE, failed);
+                    close(conn[r]);
+                    conn[r] = -1;
+                }
+            }
+        }
+        if (!(pfd[0].revents & POLLIN)) {
             continue;
         }
         int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);

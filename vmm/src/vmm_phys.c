@@ -99,12 +99,8 @@ void vmm_fork_child_registry(void)
 
 static size_t vmm_page_size(void)
 {
-    static size_t page;
-    if (page == 0) {
-        long v = sysconf(_SC_PAGESIZE);
-        page = v > 0 ? (size_t)v : 4096;
-    }
-    return page;
+    long v = sysconf(_SC_PAGESIZE); /* cheap: read from the auxiliary vector */
+    return v > 0 ? (size_t)v : 4096;
 }
 
 /* Round x up to a multiple of a (a power of two); 0 on overflow. */
@@ -267,7 +263,6 @@ aclError vmm_phys_wrap(int fd, size_t size, int dev, int numa, uint64_t src_toke
     }
     p->fd = fd;
     p->size = size;
-    p->gran = vmm_page_size();
     p->dev = dev;
     p->numa = numa;
     p->refs = 1;
@@ -342,9 +337,6 @@ ZC_EXPORT aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
     if (err != ACL_SUCCESS) {
         return err;
     }
-    vmm_lock();
-    ((vmm_phys_t *)h)->gran = info.min;
-    vmm_unlock();
     ZC_DEBUG(ZC_SUB_VMM, "aclrtMallocPhysical: %zu bytes on device %d -> %p", bytes, info.dev, h);
     *handle = h;
     return ACL_SUCCESS;

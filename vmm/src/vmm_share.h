@@ -96,8 +96,7 @@ typedef struct vmm_phys vmm_phys_t;
 struct vmm_phys {
     vmm_phys_t *next;
     int fd;             /* the memfd; owned */
-    size_t size;        /* bytes, a multiple of gran */
-    size_t gran;        /* minimum granularity of its properties */
+    size_t size;        /* bytes, a multiple of the granularity */
     int dev;            /* device id whose memory it is, -1 for host memory */
     int numa;           /* NUMA node its pages prefer, -1 for none */
     unsigned refs;      /* user references (alloc/import 1, +1 per retain) */
