@@ -18,6 +18,9 @@
  *  - a stream or event handle that is not live (never created, destroyed, or
  *    inherited across fork): ACL_ERROR_RT_INVALID_HANDLE;
  *  - memory exhaustion (including absurd sizes): ACL_ERROR_RT_MEMORY_ALLOCATION;
+ *  - an importer the exporter does not trust: ACL_ERROR_RT_NO_PERMISSION;
+ *  - an exporting process that is gone, does not know the shareable handle
+ *    or key, or does not answer: ACL_ERROR_RT_IPC_ERROR;
  *  - something a host cannot do: ACL_ERROR_RT_FEATURE_NOT_SUPPORT.
  *
  * Names, prototypes and enum values follow CANN's public headers; the text
@@ -642,93 +645,136 @@ ACL_FUNC_VISIBILITY aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEv
 /* ---- VMM ---------------------------------------------------------------------- */
 
 /**
- * @brief Reserve size bytes of address space (PROT_NONE, no memory behind it).
+ * @brief Reserve address space (PROT_NONE, no memory behind it) for
+ *        aclrtMapMem. The range stays reserved until aclrtReleaseMemAddress.
  * @param virPtr [OUT] start of the reservation
- * @param size bytes, a multiple of the allocation granularity
- * @param alignment 0 (granularity) or a power of two
- * @param expectPtr must be NULL
- * @param flags 0 or 1 (huge pages)
+ * @param size any size > 0, rounded up to the page size
+ * @param alignment 0 (2 MiB) or a power of two (at least the page size is used)
+ * @param expectPtr NULL, or a wished start aligned to alignment (2 MiB when
+ *        alignment is 0): the reservation is placed exactly there or the
+ *        call fails
+ * @param flags 0 or 1 (both behave the same on a host)
  * @retval ACL_SUCCESS
- * @retval ACL_ERROR_INVALID_PARAM bad pointer, size, alignment, expectPtr or flags
- * @retval ACL_ERROR_RT_MEMORY_ALLOCATION the address space is exhausted
+ * @retval ACL_ERROR_INVALID_PARAM virPtr NULL, size 0, flags > 1, alignment
+ *         not a power of two, or expectPtr misaligned
+ * @retval ACL_ERROR_RT_MEMORY_ALLOCATION the expectPtr range is in use, the
+ *         address space is exhausted, or an absurd size (e.g. SIZE_MAX)
  */
 ACL_FUNC_VISIBILITY aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment,
                                                     void *expectPtr, uint64_t flags);
 
 /**
- * @brief Release a reservation from aclrtReserveMemAddress (nothing may be mapped in it).
+ * @brief Release a reservation from aclrtReserveMemAddress (unmap everything
+ *        in it first).
  * @retval ACL_SUCCESS
- * @retval ACL_ERROR_INVALID_PARAM virPtr is not the start of a reservation, or
- *         the reservation still has mappings
+ * @retval ACL_ERROR_INVALID_PARAM virPtr NULL or not the start of a
+ *         reservation, or the reservation still has mappings
  */
 ACL_FUNC_VISIBILITY aclError aclrtReleaseMemAddress(void *virPtr);
 
 /**
- * @brief Allocate physical memory: a memfd of size bytes (a multiple of the
- *        granularity) placed on prop->location's NUMA node.
- * @param handle [OUT] the physical handle
- * @param prop properties (location.type ACL_MEM_LOCATION_TYPE_DEVICE, a valid device id)
+ * @brief Allocate physical memory: a memfd of size bytes rounded up to the
+ *        minimum granularity of prop (aclrtMemGetAllocationGranularity).
+ *        Pages come on first touch, preferring prop->location's NUMA node.
+ * @param handle [OUT] the physical handle (one reference)
+ * @param size bytes, > 0
+ * @param prop handleType ACL_MEM_HANDLE_TYPE_NONE or _POSIX; allocationType
+ *        PINNED; a physical memAttr; location.type DEVICE (a valid device id,
+ *        not a DDR attribute; the device's NUMA node), HOST or MANAGED (no
+ *        placement) or HOST_NUMA (location.id is the NUMA node)
  * @param flags must be 0
  * @retval ACL_SUCCESS
- * @retval ACL_ERROR_INVALID_PARAM bad pointer, size, prop or flags
- * @retval ACL_ERROR_RT_MEMORY_ALLOCATION out of memory
+ * @retval ACL_ERROR_INVALID_PARAM handle or prop NULL, size 0, flags != 0, or
+ *         a bad prop field (including a device id out of range)
+ * @retval ACL_ERROR_RT_MEMORY_ALLOCATION size exceeds this host's memory, or
+ *         the memfd could not be made
  */
 ACL_FUNC_VISIBILITY aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
                                                  const aclrtPhysicalMemProp *prop, uint64_t flags);
 
 /**
- * @brief Release a physical handle (memory lives on while mapped or imported elsewhere).
+ * @brief Drop one reference to a physical handle (from aclrtMallocPhysical,
+ *        an import or aclrtMemRetainAllocationHandle). Freeing while mapped
+ *        is allowed: the memory lives until the last unmap. When the last
+ *        reference goes, its shareable handle is withdrawn (later imports
+ *        fail; earlier imports keep their memory).
  * @retval ACL_SUCCESS
- * @retval ACL_ERROR_RT_INVALID_HANDLE / ACL_ERROR_INVALID_PARAM unknown handle
+ * @retval ACL_ERROR_INVALID_PARAM handle is NULL
+ * @retval ACL_ERROR_RT_INVALID_HANDLE handle is not a live physical handle
  */
 ACL_FUNC_VISIBILITY aclError aclrtFreePhysical(aclrtDrvMemHandle handle);
 
 /**
- * @brief Map a physical handle at virPtr inside a reservation.
- * @param size must equal the handle's size
+ * @brief Map a whole physical handle read-write at virPtr inside one
+ *        reservation (placed on the handle's NUMA node; transparent huge
+ *        pages are asked for when 2 MiB aligned).
+ * @param virPtr page aligned, with [virPtr, virPtr+size) inside one
+ *        reservation and overlapping no mapping
+ * @param size must equal the handle's (rounded) size
  * @param offset must be 0
  * @param flags 0 or 1
  * @retval ACL_SUCCESS
- * @retval ACL_ERROR_INVALID_PARAM outside a reservation, overlapping a mapping,
- *         wrong size, non-zero offset or bad flags
- * @retval ACL_ERROR_RT_INVALID_HANDLE unknown handle
+ * @retval ACL_ERROR_INVALID_PARAM virPtr or handle NULL, size 0 or unlike the
+ *         handle's, non-zero offset, flags > 1, virPtr not page aligned,
+ *         outside one reservation, or overlapping a mapping
+ * @retval ACL_ERROR_RT_INVALID_HANDLE handle is not a live physical handle
+ * @retval ACL_ERROR_RT_MEMORY_ALLOCATION out of memory, or mmap failed
  */
 ACL_FUNC_VISIBILITY aclError aclrtMapMem(void *virPtr, size_t size, size_t offset,
                                          aclrtDrvMemHandle handle, uint64_t flags);
 
 /**
- * @brief Unmap the mapping that starts at virPtr (the range goes back to PROT_NONE).
+ * @brief Unmap the mapping that starts at virPtr; the range goes back to
+ *        PROT_NONE and stays reserved. A handle already freed dies here if
+ *        this was its last mapping.
  * @retval ACL_SUCCESS
- * @retval ACL_ERROR_INVALID_PARAM no mapping starts at virPtr
+ * @retval ACL_ERROR_INVALID_PARAM virPtr NULL, or no mapping starts at virPtr
+ * @retval ACL_ERROR_RT_MEMORY_ALLOCATION the range could not be re-reserved
  */
 ACL_FUNC_VISIBILITY aclError aclrtUnmapMem(void *virPtr);
 
 /**
- * @brief Allocation granularity for prop (2 MiB for huge-page attributes,
- *        the page size otherwise; RECOMMENDED may be larger).
+ * @brief Allocation granularity for prop. Huge-page attributes (and
+ *        ACL_HBM_MEM_NORMAL): 2 MiB, minimum and recommended; normal
+ *        attributes: the page size minimum, 2 MiB recommended; 1G attributes:
+ *        1 GiB, minimum and recommended.
+ * @param prop checked as in aclrtMallocPhysical
+ * @param granularity [OUT] bytes
  * @retval ACL_SUCCESS
- * @retval ACL_ERROR_INVALID_PARAM NULL prop or granularity, bad option
+ * @retval ACL_ERROR_INVALID_PARAM prop or granularity NULL, option not
+ *         MINIMUM or RECOMMENDED, or a bad prop field
  */
 ACL_FUNC_VISIBILITY aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop,
                                                               aclrtMemGranularityOptions option,
                                                               size_t *granularity);
 
 /**
- * @brief The physical handle mapped at virPtr (the same handle aclrtMapMem got).
+ * @brief The physical handle mapped at virPtr (the same handle aclrtMapMem
+ *        got). Each retain takes a reference that needs its own
+ *        aclrtFreePhysical (a handle freed while mapped comes back to life).
+ * @param virPtr the start of a mapping
  * @retval ACL_SUCCESS
- * @retval ACL_ERROR_INVALID_PARAM NULL handle, or nothing mapped at virPtr
+ * @retval ACL_ERROR_INVALID_PARAM virPtr or handle NULL, or no mapping starts
+ *         at virPtr
  */
 ACL_FUNC_VISIBILITY aclError aclrtMemRetainAllocationHandle(void *virPtr,
                                                             aclrtDrvMemHandle *handle);
 
 /**
- * @brief Export a physical handle as a DEFAULT shareable handle (uint64_t),
- *        fetchable through this process's broker by trusted pids.
- * @param handleType ACL_MEM_HANDLE_TYPE_NONE (or POSIX)
- * @param flags 0 or ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION
+ * @brief Export a physical handle as a DEFAULT shareable handle: a uint64_t
+ *        token naming this process and a random part, fetchable through
+ *        this process's broker by processes of the same uid on its trustlist
+ *        (aclrtMemSetPidToShareableHandle). One export per physical handle;
+ *        it lasts until the handle's last aclrtFreePhysical.
+ * @param handleType ACL_MEM_HANDLE_TYPE_NONE or ACL_MEM_HANDLE_TYPE_POSIX
+ * @param flags 0 or ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION (any pid
+ *        of the same uid may import)
  * @retval ACL_SUCCESS
- * @retval ACL_ERROR_INVALID_PARAM bad arguments, or the handle was exported already
- * @retval ACL_ERROR_RT_INVALID_HANDLE unknown handle
+ * @retval ACL_ERROR_INVALID_PARAM handle or shareableHandle NULL, bad
+ *         handleType, unknown flag bits, or the handle was exported already
+ * @retval ACL_ERROR_RT_INVALID_HANDLE handle is not a live physical handle
+ * @retval ACL_ERROR_RT_MEMORY_ALLOCATION out of memory
+ * @retval ACL_ERROR_RT_INTERNAL_ERROR the broker could not be started
  */
 ACL_FUNC_VISIBILITY aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle handle,
                                                              aclrtMemHandleType handleType,
@@ -737,9 +783,11 @@ ACL_FUNC_VISIBILITY aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle h
 
 /**
  * @brief Export with an explicit share type: shareableHandle points to a
- *        uint64_t (DEFAULT) or an aclrtMemFabricHandle (FABRIC).
+ *        uint64_t (DEFAULT) or an aclrtMemFabricHandle (FABRIC; zccl's
+ *        record of the token, usable on this host only).
  * @param flags 0 or ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION
- * @retval as aclrtMemExportToShareableHandle
+ * @retval as aclrtMemExportToShareableHandle; ACL_ERROR_INVALID_PARAM also
+ *         for a shareType other than DEFAULT or FABRIC
  */
 ACL_FUNC_VISIBILITY aclError aclrtMemExportToShareableHandleV2(aclrtDrvMemHandle handle,
                                                                uint64_t flags,
@@ -747,40 +795,57 @@ ACL_FUNC_VISIBILITY aclError aclrtMemExportToShareableHandleV2(aclrtDrvMemHandle
                                                                void *shareableHandle);
 
 /**
- * @brief Trust pids to import shareableHandle.
+ * @brief Add pids to the trustlist of a shareable handle this process
+ *        exported (see aclrtDeviceGetBareTgid). Calls add up.
  * @retval ACL_SUCCESS
- * @retval ACL_ERROR_INVALID_PARAM NULL pid or pidNum 0, or unknown shareable handle
+ * @retval ACL_ERROR_INVALID_PARAM pid NULL, pidNum 0, a pid <= 0, or not a
+ *         live shareable handle exported by this process
+ * @retval ACL_ERROR_RT_MEMORY_ALLOCATION out of memory
  */
 ACL_FUNC_VISIBILITY aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid,
                                                              size_t pidNum);
 
 /**
  * @brief aclrtMemSetPidToShareableHandle for a DEFAULT or FABRIC handle.
- * @retval as aclrtMemSetPidToShareableHandle
+ * @retval as aclrtMemSetPidToShareableHandle; ACL_ERROR_INVALID_PARAM also
+ *         for a NULL shareableHandle, a bad shareType, or a FABRIC handle
+ *         not made by zccl on this host
  */
 ACL_FUNC_VISIBILITY aclError aclrtMemSetPidToShareableHandleV2(void *shareableHandle,
                                                                aclrtMemSharedHandleType shareType,
                                                                int32_t *pid, size_t pidNum);
 
 /**
- * @brief Import a DEFAULT shareable handle exported by another process.
- * @param deviceId the importing device
+ * @brief Import a DEFAULT shareable handle exported by another process of
+ *        this host. Each import gives a new physical handle of this process
+ *        (free it with aclrtFreePhysical); its memory stays valid after the
+ *        exporter frees its handle or exits.
+ * @param deviceId the importing device (its NUMA node is preferred)
  * @param handle [OUT] a physical handle of this process
  * @retval ACL_SUCCESS
- * @retval ACL_ERROR_INVALID_PARAM NULL handle
- * @retval ACL_ERROR_RT_INVALID_DEVICEID bad deviceId
- * @retval ACL_ERROR_RT_NO_PERMISSION not on the exporter's trustlist
+ * @retval ACL_ERROR_INVALID_PARAM handle NULL, or shareableHandle is not a
+ *         token (0, or no random part)
+ * @retval ACL_ERROR_RT_INVALID_DEVICEID deviceId out of range
+ * @retval ACL_ERROR_RT_NO_PERMISSION not on the exporter's trustlist, or of
+ *         another uid
  * @retval ACL_ERROR_RT_FEATURE_NOT_SUPPORT exported by this same process
- * @retval ACL_ERROR_RT_IPC_ERROR the exporter is gone or does not know the handle
+ *         (use the memory directly)
+ * @retval ACL_ERROR_RT_IPC_ERROR the exporter is gone, does not know the
+ *         handle (never exported, or freed) or did not answer in time
+ * @retval ACL_ERROR_RT_MEMORY_ALLOCATION out of memory
  */
 ACL_FUNC_VISIBILITY aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle,
                                                                int32_t deviceId,
                                                                aclrtDrvMemHandle *handle);
 
 /**
- * @brief Import a DEFAULT or FABRIC shareable handle.
+ * @brief Import a DEFAULT or FABRIC shareable handle for the calling
+ *        thread's current device (device 0 if it has none).
  * @param flags must be 0
- * @retval as aclrtMemImportFromShareableHandle
+ * @retval as aclrtMemImportFromShareableHandle, and also:
+ * @retval ACL_ERROR_INVALID_PARAM shareableHandle NULL, flags != 0, a bad
+ *         shareType, or a FABRIC handle not made by zccl
+ * @retval ACL_ERROR_RT_FEATURE_NOT_SUPPORT a FABRIC handle from another host
  */
 ACL_FUNC_VISIBILITY aclError aclrtMemImportFromShareableHandleV2(void *shareableHandle,
                                                                  aclrtMemSharedHandleType shareType,
@@ -790,38 +855,61 @@ ACL_FUNC_VISIBILITY aclError aclrtMemImportFromShareableHandleV2(void *shareable
 /* ---- IPC memory keys ---------------------------------------------------------------- */
 
 /**
- * @brief Make [devPtr, devPtr+size) of an aclrtMalloc block shareable and
- *        write its key (a NUL-terminated string) into key.
+ * @brief Make [devPtr, devPtr+size) shareable and write its key (a
+ *        NUL-terminated string) into key. devPtr may point anywhere inside
+ *        an aclrtMalloc block or a mapped VMM range (aclrtMapMem); the range
+ *        must not run past it. Each call makes a new key.
  * @param len size of key, at least ACL_IPC_MEM_KEY_LEN (65)
- * @param flags 0 or ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION
+ * @param flags 0 or ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION (any
+ *        pid of the same uid may import)
  * @retval ACL_SUCCESS
- * @retval ACL_ERROR_INVALID_PARAM bad pointer/size/len/flags, or memory not from aclrtMalloc
+ * @retval ACL_ERROR_INVALID_PARAM devPtr or key NULL, size 0, len < 65,
+ *         unknown flag bits, memory that is neither aclrtMalloc nor mapped
+ *         VMM memory, or a range past the end of it
+ * @retval ACL_ERROR_RT_MEMORY_ALLOCATION out of memory
+ * @retval ACL_ERROR_RT_INTERNAL_ERROR the memory could not be duplicated or
+ *         the broker could not be started
  */
 ACL_FUNC_VISIBILITY aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key,
                                                      size_t len, uint64_t flags);
 
 /**
- * @brief Trust pids to import key.
+ * @brief Add pids to the trustlist of a key this process exported. Calls add up.
  * @retval ACL_SUCCESS
- * @retval ACL_ERROR_INVALID_PARAM NULL key or pid, num 0, unknown key
+ * @retval ACL_ERROR_INVALID_PARAM key NULL or malformed, pid NULL, num 0, a
+ *         pid <= 0, or a key not exported by this process (or closed)
+ * @retval ACL_ERROR_RT_MEMORY_ALLOCATION out of memory
  */
 ACL_FUNC_VISIBILITY aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num);
 
 /**
- * @brief Map the memory named by key (exported by another process) into this process.
- * @param devPtr [OUT] the local address
- * @param flags 0 or ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS
+ * @brief Map the memory named by key (exported by another process of this
+ *        host) into this process. Importing the same key twice in one
+ *        process returns the same address; each import needs its own
+ *        aclrtIpcMemClose.
+ * @param devPtr [OUT] the local address of the key's first byte
+ * @param flags 0 or ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS (no effect
+ *        on a host)
  * @retval ACL_SUCCESS
- * @retval ACL_ERROR_INVALID_PARAM bad arguments or malformed key
- * @retval ACL_ERROR_RT_NO_PERMISSION not on the exporter's trustlist
- * @retval ACL_ERROR_RT_IPC_ERROR the exporter is gone or does not know the key
+ * @retval ACL_ERROR_INVALID_PARAM devPtr NULL, key NULL or malformed, unknown
+ *         flag bits, or a key naming bytes past the exporter's memory
+ * @retval ACL_ERROR_RT_NO_PERMISSION not on the exporter's trustlist, or of
+ *         another uid
+ * @retval ACL_ERROR_RT_FEATURE_NOT_SUPPORT a key this process exported (use
+ *         the memory directly)
+ * @retval ACL_ERROR_RT_IPC_ERROR the exporter is gone, does not know the key
+ *         (or closed it) or did not answer in time
+ * @retval ACL_ERROR_RT_MEMORY_ALLOCATION out of memory, or mmap failed
  */
 ACL_FUNC_VISIBILITY aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags);
 
 /**
- * @brief Close key: in the exporter, withdraw it; in an importer, unmap it.
+ * @brief Close key. In an importer, drop one import (the last one unmaps).
+ *        In the exporter, withdraw the key: later imports fail, existing
+ *        ones keep their memory, and the exporter may then free its memory.
  * @retval ACL_SUCCESS
- * @retval ACL_ERROR_INVALID_PARAM NULL or unknown key
+ * @retval ACL_ERROR_INVALID_PARAM key NULL or malformed, or neither imported
+ *         nor exported by this process
  */
 ACL_FUNC_VISIBILITY aclError aclrtIpcMemClose(const char *key);
 
