@@ -124,25 +124,35 @@ ZC_EXPORT HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo)
     return zh_result(zh_boot_root_create(rootInfo));
 }
 
+static HcclResult zh_init_checked(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
+                                  const HcclCommConfig *config, HcclComm *comm)
+{
+    /* Local argument errors fail here, before any rank is contacted; ranks
+     * that did join then see the session fail or time out at the root. */
+    if (nRanks == 0 || nRanks > ZH_MAX_RANKS || rank >= nRanks) {
+        ZC_WARN(ZC_SUB_INIT, "HcclCommInitRootInfo: rank %u of nRanks %u is invalid (nRanks "
+                "1..%d, rank < nRanks)", rank, nRanks, ZH_MAX_RANKS);
+        return HCCL_E_PARA;
+    }
+    return zh_comm_init(nRanks, rootInfo, rank, config, comm);
+}
+
 ZC_EXPORT HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo,
                                                 uint32_t rank, const HcclCommConfig *config,
                                                 HcclComm *comm)
 {
     ZH_PTR_OR_RETURN(rootInfo);
+    ZH_PTR_OR_RETURN(config);
     ZH_PTR_OR_RETURN(comm);
-    /* Out-of-range ranks still reach the root so that it fails the whole
-     * session at once instead of leaving the others to time out. */
-    if (nRanks == 0 || nRanks > ZH_MAX_RANKS || rank >= nRanks) {
-        ZC_WARN(ZC_SUB_INIT, "HcclCommInitRootInfo: rank %u of nRanks %u is invalid (nRanks "
-                "1..%d, rank < nRanks)", rank, nRanks, ZH_MAX_RANKS);
-    }
-    return zh_comm_init(nRanks, rootInfo, rank, config, comm);
+    return zh_init_checked(nRanks, rootInfo, rank, config, comm);
 }
 
 ZC_EXPORT HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo,
                                           uint32_t rank, HcclComm *comm)
 {
-    return HcclCommInitRootInfoConfig(nRanks, rootInfo, rank, NULL, comm);
+    ZH_PTR_OR_RETURN(rootInfo);
+    ZH_PTR_OR_RETURN(comm);
+    return zh_init_checked(nRanks, rootInfo, rank, NULL, comm);
 }
 
 ZC_EXPORT HcclResult HcclCommDestroy(HcclComm comm)

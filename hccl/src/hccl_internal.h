@@ -217,6 +217,7 @@ typedef struct zh_comm {
     /* control plane (caller thread), serialised */
     pthread_mutex_t lock;
     uint32_t ctrl_count;
+    int ranges_linked; /* the first (collective) SetMemoryRange is done */
     zh_local_region_t regions[ZH_MAX_REGIONS];
     int ccl_fd;
     void *ccl_local;

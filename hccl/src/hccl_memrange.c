@@ -1,5 +1,8 @@
 /*
  * Zero-copy memory: ranges, activated blocks, shadow windows, translation.
+ * (Ranges are per communicator here; HCCL documents them as visible to every
+ * communicator of the process, a difference only a program that activates
+ * on one comm and runs ops on another can see: it gets the buffered path.)
  *
  * Who exports: the rank that activates a block offers the block's memfd
  * (from its physical handle) through the broker to the pids of its
@@ -39,10 +42,10 @@ static int zh_inside(uint64_t a, uint64_t an, uint64_t b, uint64_t bn)
 int zh_mem_set_range(zh_comm_t *c, void *base, size_t size, size_t align, uint64_t flags)
 {
     uint64_t b = (uint64_t)(uintptr_t)base;
-    if (size == 0 || flags != 0 || (align != 0 && ((align & (align - 1)) != 0 || b % align))) {
+    if (size == 0 || flags != 0 || align != 0) {
         ZC_WARN(ZC_SUB_ZCOPY, "rank %d: SetMemoryRange(base %p, size %zu, alignment %zu, flags "
-                "0x%llx): size must be > 0, flags 0, alignment 0 or a power of two base obeys",
-                c->rank, base, size, align, (unsigned long long)flags);
+                "0x%llx): size must be > 0, alignment and flags 0 (reserved)", c->rank, base, size,
+                align, (unsigned long long)flags);
         return ZC_ERR_INVAL;
     }
     pthread_mutex_lock(&c->lock);
@@ -73,8 +76,15 @@ int zh_mem_set_range(zh_comm_t *c, void *base, size_t size, size_t align, uint64
     r->gen++;
     r->state = 1;
     zh_table_end(c);
+    int first = !c->ranges_linked;
+    c->ranges_linked = 1;
     pthread_mutex_unlock(&c->lock);
-    /* Collective: once every rank published its range, reserve windows. */
+    /* As in HCCL, the first call on a comm is collective (every rank
+     * publishes its range, then windows are reserved eagerly); later calls
+     * are local, and peers reserve their windows at their next op. */
+    if (!first) {
+        return ZC_OK;
+    }
     int st = zh_ctrl_barrier(c);
     if (st != ZC_OK) {
         return st;
