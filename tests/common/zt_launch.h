@@ -4,9 +4,17 @@
  * info to the others (a shared page for processes, memory for threads), the
  * way MPI_Bcast does in real programs; nothing of the library runs in the
  * parent before the fork.
+ *
+ * Then what a rank runs: its environment (device, stream, communicator, case
+ * arenas) and whole scenarios with the zt_rank_fn signature, so the forked
+ * and thread launchers and the MPI tests run the same code. A scenario
+ * returns the number of failures it printed.
  */
 #ifndef ZT_LAUNCH_H
 #define ZT_LAUNCH_H
+
+#include <stddef.h>
+#include <stdint.h>
 
 #include "hccl/hccl.h"
 
@@ -49,12 +57,12 @@ int zt_root_slot_get(zt_root_slot_t *slot, int rank, HcclRootInfo *out);
 
 /** A reserved range set on a communicator, with blocks of physical memory. */
 typedef struct {
-    void *va;                               /**< base of the reservation */
-    size_t block;                           /**< bytes per block (granularity multiple) */
-    int nblocks;                            /**< blocks in the range */
-    aclrtDrvMemHandle h[ZT_ZC_MAX_BLOCKS];  /**< physical memory of each block */
-    int active[ZT_ZC_MAX_BLOCKS];           /**< block activated on the comm */
-    int range_set;                          /**< HcclCommSetMemoryRange done */
+    void *va;                              /**< base of the reservation */
+    size_t block;                          /**< bytes per block (granularity multiple) */
+    int nblocks;                           /**< blocks in the range */
+    aclrtDrvMemHandle h[ZT_ZC_MAX_BLOCKS]; /**< physical memory of each block */
+    int active[ZT_ZC_MAX_BLOCKS];          /**< block activated on the comm */
+    int range_set;                         /**< HcclCommSetMemoryRange done */
 } zt_zc_t;
 
 /** A rank's device, stream, communicator and case arenas. */
@@ -102,5 +110,58 @@ int zt_zc_close(zt_zc_t *z, HcclComm comm);
 
 /** Physical allocation of bytes on device (granularity multiple); NULL on failure. */
 aclrtDrvMemHandle zt_phys_alloc(int device, size_t bytes);
+
+/* ---- scenarios ------------------------------------------------------------------- */
+
+/** The dtype x op x path x placement x count matrix. */
+typedef struct {
+    int coll;               /**< ZT_ALLREDUCE or ZT_ALLGATHER */
+    size_t big_count;       /**< large count run for every dtype (SUM) on both paths; 0: none */
+    const int *big_all_ops; /**< dtypes that also run PROD, MAX and MIN at big_count */
+    int n_big_all_ops;
+    uint64_t seed;
+} zt_matrix_t;
+
+/**
+ * Every dtype x op (AllReduce) x {zero-copy, buffered} x {in-place,
+ * out-of-place} x counts {0, 1, 7, 1000, 4099} at odd offsets (zero-copy ones
+ * first, so staged bytes must still be 0 when they are done), big_count, an
+ * aligned sweep, fp rounding patterns (AllReduce) and INT128 / fp8 (success or
+ * HCCL_E_NOT_SUPPORT). arg: const zt_matrix_t *.
+ */
+int zt_rank_matrix(int rank, int nranks, const HcclRootInfo *root, void *arg);
+int zt_matrix_run(zt_env_t *env, const zt_matrix_t *m);
+
+/**
+ * Deactivate, unmap, map different physical memory with different contents at
+ * the same address and re-activate (every rank, then rank 0 alone): ops must
+ * see the new memory; an op while any rank's buffers are not activated must
+ * take the buffered path on every rank. arg: const int * (coll).
+ */
+int zt_rank_reactivate(int rank, int nranks, const HcclRootInfo *root, void *arg);
+int zt_reactivate_run(zt_env_t *env, int coll);
+
+/**
+ * The last rank passes another count, dtype (same and other size) or op
+ * (AllReduce), zero-copy and buffered: every rank must get HCCL_E_PARA from
+ * the call or the sync with its output untouched, and the next agreeing op
+ * must work. Nothing to do on one rank. arg: const int * (coll).
+ */
+int zt_rank_mismatch(int rank, int nranks, const HcclRootInfo *root, void *arg);
+int zt_mismatch_run(zt_env_t *env, int coll);
+
+/** arg of zt_rank_two_comms. */
+typedef struct {
+    int coll;
+    zt_root_slot_t *slot; /**< where rank 0 publishes the second root info */
+} zt_two_comms_t;
+
+/**
+ * A second communicator over the same ranks with reversed rank ids, used
+ * alternately with the first (zero-copy, buffered, and ops of both queued on
+ * one stream before one sync). arg: zt_two_comms_t *.
+ */
+int zt_rank_two_comms(int rank, int nranks, const HcclRootInfo *root, void *arg);
+int zt_two_comms_run(zt_env_t *env, const HcclRootInfo *root2, int coll);
 
 #endif

@@ -11,11 +11,16 @@
  * numbers of elements, never bytes. Buffers may be in activated zero-copy
  * memory (see hccl_comm.h) or any other device memory.
  *
- * Errors common to all calls: HCCL_E_PTR for a NULL communicator, stream or
- * needed buffer; HCCL_E_PARA for an unsupported data type or reduction, or a
- * root or peer rank outside the communicator; HCCL_E_SUSPENDING while the
- * communicator is suspended. A failure found once the operation is running
- * is reported by HcclGetCommAsyncError().
+ * A NULL stream is the current device's default stream, as in ACL.
+ *
+ * Errors common to all calls: HCCL_E_PTR for a NULL communicator or a NULL
+ * buffer with elements to move; HCCL_E_PARA for an unknown communicator,
+ * data type or reduction, a root or peer rank outside the communicator, or
+ * counts that overflow; HCCL_E_NOT_SUPPORT for a reduction on a copy-only type
+ * (int128, hif8, the fp8 types). Errors found once the operation runs (ranks
+ * that disagree: HCCL_E_PARA on every rank; a dead peer: HCCL_E_REMOTE; a
+ * stuck one: HCCL_E_TIMEOUT) come back from aclrtSynchronizeStream() as the
+ * HcclResult value and from HcclGetCommAsyncError().
  */
 #ifndef HCCL_H_
 #define HCCL_H_

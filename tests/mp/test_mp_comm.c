@@ -1,0 +1,582 @@
+/*
+ * Communicator API with forked ranks: rank size / id / name, error strings,
+ * HcclBarrier, HcclCommInitRootInfoConfig (a 1 MB CCL buffer forces chunking;
+ * a bad magic word is HCCL_E_PARA), argument errors, init faults (wrong
+ * nranks, duplicate or out-of-range rank, garbage root info) that must fail
+ * on every rank within HCCL_CONNECT_TIMEOUT, the zero-copy rule errors with
+ * the codes hccl_comm.h documents, path choice with mixed memory, stream order
+ * and the NULL stream.
+ *
+ * HCCL_CONNECT_TIMEOUT is set to ZT_CONNECT_S here, before any rank is
+ * forked; the library reads it once per process, at first use, in the child.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hccl_test_api.h"
+#include "zt_check.h"
+
+#define ZT_CONNECT_S 4
+#define ZT_NAME "zt-config-comm"
+
+/* Shared by the ranks of one launch (MAP_SHARED, set up before fork). */
+typedef struct {
+    atomic_int arrived[4];
+    char names[8][COMM_NAME_MAX_LENGTH];
+    int fault;
+} shared_t;
+
+static shared_t *shared_new(void)
+{
+    shared_t *sh =
+        mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(sh != MAP_FAILED);
+    memset(sh, 0, sizeof(*sh));
+    return sh;
+}
+
+/* Counts (in the caller's fails) and prints a failed expectation with its
+ * line; evaluates to the condition. */
+#define EXPECT(env, cond, ...)                                                                     \
+    ((cond) ? 1 : (expect_fail((env), __LINE__, __VA_ARGS__), fails++, 0))
+
+static void expect_fail(const zt_env_t *env, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void expect_fail(const zt_env_t *env, int line, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    zt_report(env, "line %d: %s", line, msg);
+}
+
+/* A call that must return want; prints what it returned otherwise. */
+#define EXPECT_RC(env, call, want, what)                                                           \
+    do {                                                                                           \
+        HcclResult rc_ = (call);                                                                   \
+        EXPECT(env, rc_ == (want), "%s: got %d (%s), want %d (%s)", what, (int)rc_,                \
+               HcclGetErrorString(rc_), (int)(want), HcclGetErrorString(want));                    \
+    } while (0)
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- rank size, id, name, error strings, barrier --------------------------- */
+
+static int rank_api(int rank, int nranks, const HcclRootInfo *root, void *arg)
+{
+    shared_t *sh = arg;
+    zt_env_t env;
+    if (zt_env_open(&env, rank, nranks, root, NULL) != 0) {
+        return 1;
+    }
+    int fails = 0;
+    uint32_t v = 12345;
+    HcclResult r = HcclGetRankSize(env.comm, &v);
+    EXPECT(&env, r == HCCL_SUCCESS && v == (uint32_t)nranks, "rank size %d %u", (int)r, v);
+    r = HcclGetRankId(env.comm, &v);
+    EXPECT(&env, r == HCCL_SUCCESS && v == (uint32_t)rank, "rank id %d %u", (int)r, v);
+    EXPECT_RC(&env, HcclGetRankSize(NULL, &v), HCCL_E_PTR, "NULL comm");
+    EXPECT_RC(&env, HcclGetRankSize(env.comm, NULL), HCCL_E_PTR, "NULL out");
+    EXPECT_RC(&env, HcclGetRankId(env.comm, NULL), HCCL_E_PTR, "NULL out");
+    EXPECT_RC(&env, HcclGetCommName(env.comm, NULL), HCCL_E_PTR, "NULL name");
+    char name[COMM_NAME_MAX_LENGTH];
+    memset(name, 0x7f, sizeof(name));
+    r = HcclGetCommName(env.comm, name);
+    EXPECT(&env, r == HCCL_SUCCESS && memchr(name, 0, sizeof(name)) != NULL && name[0] != 0,
+           "comm name %d", (int)r);
+    memcpy(sh->names[rank], name, sizeof(name));
+
+    static const struct {
+        HcclResult code;
+        const char *text;
+    } phrases[] = {{HCCL_SUCCESS, "no error"},         {HCCL_E_PARA, "parameter error"},
+                   {HCCL_E_PTR, "empty pointer"},      {HCCL_E_TIMEOUT, "timeout"},
+                   {(HcclResult)999, "unknown error"}, {(HcclResult)-1, "unknown error"}};
+    for (size_t i = 0; i < sizeof(phrases) / sizeof(phrases[0]); i++) {
+        const char *s = HcclGetErrorString(phrases[i].code);
+        EXPECT(&env, s != NULL && strcmp(s, phrases[i].text) == 0, "string of %d is '%s'",
+               (int)phrases[i].code, s ? s : "(null)");
+    }
+    const char *seen[26];
+    for (int c = 0; c <= 25; c++) { /* 0..24 and HCCL_E_IN_STATUS: distinct, known */
+        HcclResult code = c == 25 ? HCCL_E_IN_STATUS : (HcclResult)c;
+        const char *s = HcclGetErrorString(code);
+        seen[c] = s;
+        EXPECT(&env, s != NULL && s[0] != 0 && strcmp(s, "unknown error") != 0,
+               "string of %d is '%s'", (int)code, s ? s : "(null)");
+        for (int d = 0; s != NULL && d < c; d++) {
+            EXPECT(&env, seen[d] == NULL || strcmp(s, seen[d]) != 0, "codes %d and %d share '%s'",
+                   c, d, s);
+        }
+    }
+
+    /* Barrier: nobody leaves before everybody arrived (ranks arrive staggered). */
+    EXPECT_RC(&env, HcclBarrier(NULL, env.stream), HCCL_E_PTR, "NULL comm");
+    for (int k = 0; k < 4; k++) {
+        struct timespec ts = {0, 15000000L * ((rank + k) % nranks)};
+        nanosleep(&ts, NULL);
+        atomic_fetch_add_explicit(&sh->arrived[k], 1, memory_order_release);
+        r = HcclBarrier(env.comm, env.stream);
+        aclError e = aclrtSynchronizeStream(env.stream);
+        int seen_n = atomic_load_explicit(&sh->arrived[k], memory_order_acquire);
+        EXPECT(&env, r == HCCL_SUCCESS && e == ACL_SUCCESS && seen_n == nranks,
+               "barrier %d: %d/%d, %d of %d arrived", k, (int)r, (int)e, seen_n, nranks);
+    }
+    /* After the barriers every rank has stored its name: all the same. */
+    EXPECT(&env, strcmp(sh->names[0], name) == 0, "name '%s', rank 0 has '%s'", name, sh->names[0]);
+    if (zt_env_close(&env) != 0) {
+        fails++;
+    }
+    return fails;
+}
+
+static void test_api(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (int n = 1; n <= 4; n++) {
+        shared_t *sh = shared_new();
+        failed += zt_launch_procs(n, rank_api, sh, 60);
+        munmap(sh, sizeof(*sh));
+    }
+    assert_int_equal(failed, 0);
+}
+
+/* ---- config ------------------------------------------------------------------ */
+
+static int rank_config(int rank, int nranks, const HcclRootInfo *root, void *arg)
+{
+    (void)arg;
+    zt_env_t env;
+    int fails = 0;
+    memset(&env, 0, sizeof(env));
+    env.rank = rank;
+    env.nranks = nranks;
+    if (aclInit(NULL) != ACL_SUCCESS || aclrtSetDevice(0) != ACL_SUCCESS) {
+        return 1;
+    }
+    /* Argument errors fail locally, before any rank is contacted. */
+    HcclComm c = NULL;
+    HcclCommConfig cfg;
+    HcclCommConfigInit(&cfg);
+    EXPECT_RC(&env, HcclCommInitRootInfo(0, root, 0, &c), HCCL_E_PARA, "0 ranks");
+    EXPECT_RC(&env, HcclCommInitRootInfo(nranks, NULL, rank, &c), HCCL_E_PTR, "NULL argument");
+    EXPECT_RC(&env, HcclCommInitRootInfo(nranks, root, rank, NULL), HCCL_E_PTR, "NULL argument");
+    EXPECT_RC(&env, HcclCommInitRootInfoConfig(nranks, root, rank, NULL, &c), HCCL_E_PTR,
+              "NULL argument");
+    cfg.magicWord = 0x12345678u;
+    HcclResult r = HcclCommInitRootInfoConfig(nranks, root, rank, &cfg, &c);
+    EXPECT(&env, r == HCCL_E_PARA, "bad magic word gave %d", (int)r);
+    if (r == HCCL_SUCCESS) {
+        return fails; /* the root info is used up */
+    }
+
+    HcclCommConfigInit(&cfg);
+    cfg.hcclBufferSize = 1; /* MB: every op below is chunked */
+    snprintf(cfg.hcclCommName, sizeof(cfg.hcclCommName), "%s", ZT_NAME);
+    if (zt_env_open(&env, rank, nranks, root, &cfg) != 0) {
+        return 1;
+    }
+    char name[COMM_NAME_MAX_LENGTH] = "";
+    EXPECT(&env, HcclGetCommName(env.comm, name) == HCCL_SUCCESS && strcmp(name, ZT_NAME) == 0,
+           "name '%s'", name);
+    EXPECT(&env, zccl_comm_ccl_allocated(env.comm) == 0, "CCL buffer before use");
+    const size_t big = 1000003;
+    if (zt_env_arena(&env, zt_case_bytes(ZT_ALLGATHER, HCCL_DATA_TYPE_FP64, big, nranks)) != 0) {
+        zt_env_close(&env);
+        return fails + 1;
+    }
+    zt_case_t zc = {.coll = ZT_ALLREDUCE,
+                    .dtype = HCCL_DATA_TYPE_FP32,
+                    .op = HCCL_REDUCE_SUM,
+                    .count = big,
+                    .zero_copy = 1,
+                    .misalign = 1,
+                    .seed = 11};
+    fails += zt_case_run(&env, &zc) != 0;
+    EXPECT(&env, zccl_comm_ccl_allocated(env.comm) == 0, "CCL buffer for zero-copy");
+    zt_case_t cases[] = {
+        {.coll = ZT_ALLREDUCE,
+         .dtype = HCCL_DATA_TYPE_FP32,
+         .op = HCCL_REDUCE_SUM,
+         .count = big,
+         .misalign = 1,
+         .seed = 12},
+        {.coll = ZT_ALLREDUCE,
+         .dtype = HCCL_DATA_TYPE_FP64,
+         .op = HCCL_REDUCE_MAX,
+         .count = big,
+         .in_place = 1,
+         .misalign = 1,
+         .seed = 13},
+        {.coll = ZT_ALLGATHER,
+         .dtype = HCCL_DATA_TYPE_FP16,
+         .count = big,
+         .misalign = 1,
+         .seed = 14},
+        {.coll = ZT_ALLGATHER,
+         .dtype = HCCL_DATA_TYPE_INT8,
+         .count = big,
+         .in_place = 1,
+         .misalign = 1,
+         .seed = 15},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint64_t st0 = zccl_comm_staged_bytes(env.comm);
+        fails += zt_case_run(&env, &cases[i]) != 0;
+        uint64_t st = zccl_comm_staged_bytes(env.comm) - st0;
+        /* At least this rank's own input went through its CCL buffer. */
+        EXPECT(&env, nranks == 1 || st >= big * zt_dtype_size(cases[i].dtype),
+               "case %zu staged %llu bytes", i, (unsigned long long)st);
+    }
+    EXPECT(&env, nranks == 1 || zccl_comm_ccl_allocated(env.comm) == 1, "no CCL buffer");
+    if (zt_env_close(&env) != 0) {
+        fails++;
+    }
+    return fails;
+}
+
+static void test_config(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (int n = 1; n <= 3; n++) {
+        failed += zt_launch_procs(n, rank_config, NULL, 120);
+    }
+    assert_int_equal(failed, 0);
+}
+
+/* ---- init faults ------------------------------------------------------------- */
+
+enum {
+    FAULT_NRANKS_LAST, /* the last rank says nranks + 1 */
+    FAULT_NRANKS_ROOT, /* rank 0 says nranks - 1 */
+    FAULT_DUP_RANK,    /* the last rank claims rank 1 */
+    FAULT_RANK_RANGE,  /* the last rank claims rank nranks */
+    FAULT_GARBAGE_ONE, /* the last rank passes 0xff bytes as root info */
+    FAULT_GARBAGE_ALL, /* every rank passes a root info with only an IP string */
+    FAULT_COUNT
+};
+
+static int rank_init_fault(int rank, int nranks, const HcclRootInfo *root, void *arg)
+{
+    const shared_t *sh = arg;
+    zt_env_t env = {.rank = rank, .nranks = nranks};
+    if (aclInit(NULL) != ACL_SUCCESS || aclrtSetDevice(0) != ACL_SUCCESS) {
+        return 1;
+    }
+    HcclRootInfo ri = *root;
+    uint32_t nr = (uint32_t)nranks;
+    uint32_t rk = (uint32_t)rank;
+    int last = rank == nranks - 1;
+    switch (sh->fault) {
+    case FAULT_NRANKS_LAST:
+        nr += last ? 1 : 0;
+        break;
+    case FAULT_NRANKS_ROOT:
+        nr -= rank == 0 ? 1 : 0;
+        break;
+    case FAULT_DUP_RANK:
+        rk = last ? 1 : rk;
+        break;
+    case FAULT_RANK_RANGE:
+        rk = last ? (uint32_t)nranks : rk;
+        break;
+    case FAULT_GARBAGE_ONE:
+        if (last) {
+            memset(&ri, 0xff, sizeof(ri));
+        }
+        break;
+    default:
+        memset(&ri, 0, sizeof(ri));
+        snprintf(ri.internal, sizeof(ri.internal), "127.0.0.1");
+        break;
+    }
+    HcclComm comm = NULL;
+    double t0 = now_s();
+    HcclResult r = HcclCommInitRootInfo(nr, &ri, rk, &comm);
+    double dt = now_s() - t0;
+    printf("fault %d rank %d/%d: %s after %.2f s\n", sh->fault, rank, nranks, HcclGetErrorString(r),
+           dt);
+    int fails = 0;
+    if (r == HCCL_SUCCESS) {
+        zt_report(&env, "fault %d: init succeeded", sh->fault);
+        HcclCommDestroy(comm);
+        fails++;
+    }
+    EXPECT(&env, dt < ZT_CONNECT_S + 7.0, "fault %d: init took %.1f s", sh->fault, dt);
+    return fails;
+}
+
+static void test_init_faults(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (int f = 0; f < FAULT_COUNT; f++) {
+        shared_t *sh = shared_new();
+        sh->fault = f;
+        failed += zt_launch_procs(3, rank_init_fault, sh, 60);
+        munmap(sh, sizeof(*sh));
+    }
+    assert_int_equal(failed, 0);
+}
+
+/* ---- zero-copy rule errors --------------------------------------------------- */
+
+/* AllReduce INT32 SUM of count elements at send/recv (any memory); checks the
+ * result and, when expect is 1 / 0, that the op was zero-copy / buffered. */
+static int op_check(zt_env_t *env, void *send, void *recv, size_t count, int expect, int line)
+{
+    int fails = 0;
+    zt_pat_t p = {HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, ZT_FILL_EXACT, env->nranks,
+                  (uint64_t)line};
+    zt_fill(send, 0, count, &p, env->rank);
+    uint64_t st0 = zccl_comm_staged_bytes(env->comm);
+    HcclResult r = HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
+                                 env->comm, env->stream);
+    aclError e = aclrtSynchronizeStream(env->stream);
+    if (!EXPECT(env, r == HCCL_SUCCESS && e == ACL_SUCCESS, "line %d: op %d / %d", line, (int)r,
+                (int)e)) {
+        return fails;
+    }
+    int32_t *want = malloc(count * sizeof(int32_t));
+    zt_ref_allreduce(want, count, &p);
+    char what[64];
+    snprintf(what, sizeof(what), "[rank %d] line %d: output", env->rank, line);
+    fails += zt_compare(what, recv, want, count, HCCL_DATA_TYPE_INT32) != 0;
+    free(want);
+    uint64_t st = zccl_comm_staged_bytes(env->comm);
+    if (expect == 1) {
+        EXPECT(env, st == st0, "line %d: zero-copy op staged %llu bytes", line,
+               (unsigned long long)(st - st0));
+    } else if (expect == 0 && env->nranks > 1) {
+        EXPECT(env, st > st0, "line %d: buffered op staged nothing", line);
+    }
+    return fails;
+}
+
+/* SetMemoryRange must refuse these arguments with HCCL_E_PARA; a range it set
+ * anyway is unset again so the checks after this one still mean something. */
+static int set_range_refused(zt_env_t *env, void *base, size_t size, size_t alignment,
+                             uint64_t flags, const char *what)
+{
+    int fails = 0;
+    HcclResult r = HcclCommSetMemoryRange(env->comm, base, size, alignment, flags);
+    EXPECT(env, r == HCCL_E_PARA, "SetMemoryRange with %s: got %d (%s), want HCCL_E_PARA", what,
+           (int)r, HcclGetErrorString(r));
+    if (r == HCCL_SUCCESS) {
+        HcclCommUnsetMemoryRange(env->comm, base);
+    }
+    return fails;
+}
+
+static int rank_zc_rules(int rank, int nranks, const HcclRootInfo *root, void *arg)
+{
+    (void)arg;
+    zt_env_t env;
+    if (zt_env_open(&env, rank, nranks, root, NULL) != 0) {
+        return 1;
+    }
+    int fails = 0;
+    size_t g = zt_granularity(env.device);
+    zt_zc_t z;
+    if (zt_zc_open(&z, env.comm, env.device, g, 4, 0) != 0) {
+        zt_env_close(&env);
+        return 1;
+    }
+    char *R = z.va;
+    HcclComm cm = env.comm;
+    EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R, 4 * g, 0, 0), HCCL_E_PARA, "same range again");
+    EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R + g, g, 0, 0), HCCL_E_PARA, "range in a range");
+    EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R + 3 * g, 2 * g, 0, 0), HCCL_E_PARA,
+              "range overlapping the end of a range");
+    void *S = NULL;
+    if (aclrtReserveMemAddress(&S, 2 * g, 0, NULL, 0) != ACL_SUCCESS) {
+        return fails + 1;
+    }
+    fails += set_range_refused(&env, S, 2 * g, 4096, 0, "alignment 4096 (must be 0)");
+    fails += set_range_refused(&env, S, 2 * g, 0, 1, "flags 1 (must be 0)");
+    fails += set_range_refused(&env, S, 0, 0, 0, "size 0");
+    EXPECT_RC(&env, HcclCommSetMemoryRange(cm, NULL, 2 * g, 0, 0), HCCL_E_PTR, "NULL base");
+    EXPECT_RC(&env, HcclCommSetMemoryRange(NULL, S, 2 * g, 0, 0), HCCL_E_PTR, "NULL comm");
+    aclrtDrvMemHandle hs = zt_phys_alloc(env.device, g);
+    if (hs == NULL || aclrtMapMem(S, g, 0, hs, 0) != ACL_SUCCESS) {
+        return fails + 1;
+    }
+    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, S, g, 0, hs, 0), HCCL_E_PARA, "outside range");
+    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R + 3 * g, 2 * g, 0, z.h[3], 0), HCCL_E_PARA,
+              "block past the range's end");
+    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 64, z.h[0], 0), HCCL_E_PARA, "offset");
+    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, z.h[0], 1), HCCL_E_PARA, "flags");
+    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, NULL, 0), HCCL_E_PTR, "NULL handle");
+    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, NULL, g, 0, z.h[0], 0), HCCL_E_PTR, "NULL va");
+    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, z.h[0], 0), HCCL_SUCCESS, "activate");
+    z.active[0] = 1;
+    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, z.h[0], 0), HCCL_E_PARA, "twice");
+    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R + g / 2, g, 0, z.h[1], 0), HCCL_E_PARA,
+              "overlapping an active block");
+    EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R + g), HCCL_E_NOT_FOUND, "never active");
+    EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R + 4096), HCCL_E_NOT_FOUND,
+              "inside an active block");
+    EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, NULL), HCCL_E_PTR, "NULL va");
+    EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R), HCCL_E_PARA, "unset with an active block");
+    EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, S), HCCL_E_NOT_FOUND, "unset a range never set");
+    EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R + g), HCCL_E_NOT_FOUND, "unset inside");
+
+    /* Paths: in one block (zero-copy), across two adjacent active blocks
+     * (right either way), input active but output plain (buffered). */
+    fails += op_check(&env, R + 4096 + 4, R + g / 2 + 4, 5000, 1, __LINE__);
+    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R + g, g, 0, z.h[1], 0), HCCL_SUCCESS, "b1");
+    z.active[1] = 1;
+    fails += op_check(&env, R + g - 8000, R + 2 * g - 6000, 4000, -1, __LINE__);
+    void *plain = NULL;
+    if (aclrtMalloc(&plain, 1 << 20, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS) {
+        fails += op_check(&env, R + 4096, (char *)plain + 4, 5000, 0, __LINE__);
+        fails += op_check(&env, plain, R + 4096, 5000, 0, __LINE__);
+        aclrtFree(plain);
+    }
+
+    EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R), HCCL_SUCCESS, "deactivate");
+    EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R), HCCL_E_NOT_FOUND, "deactivate twice");
+    EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R + g), HCCL_SUCCESS, "deactivate b1");
+    z.active[0] = z.active[1] = 0;
+    /* Deactivated memory still works, buffered. */
+    fails += op_check(&env, R + 4096, R + 8192, 1000, 0, __LINE__);
+    EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R), HCCL_SUCCESS, "unset");
+    EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R), HCCL_E_NOT_FOUND, "unset twice");
+    EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R, 4 * g, 0, 0), HCCL_SUCCESS, "set again");
+    EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R), HCCL_SUCCESS, "unset again");
+    z.range_set = 0;
+    if (zt_zc_close(&z, cm) != 0 || aclrtUnmapMem(S) != ACL_SUCCESS ||
+        aclrtFreePhysical(hs) != ACL_SUCCESS || aclrtReleaseMemAddress(S) != ACL_SUCCESS) {
+        fails++;
+    }
+    if (zt_env_close(&env) != 0) {
+        fails++;
+    }
+    return fails;
+}
+
+static void test_zc_rules(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (int n = 1; n <= 3; n++) {
+        failed += zt_launch_procs(n, rank_zc_rules, NULL, 60);
+    }
+    assert_int_equal(failed, 0);
+}
+
+/* ---- path choice with mixed memory, stream order, NULL stream -------------- */
+
+static int rank_paths(int rank, int nranks, const HcclRootInfo *root, void *arg)
+{
+    (void)arg;
+    zt_env_t env;
+    if (zt_env_open(&env, rank, nranks, root, NULL) != 0) {
+        return 1;
+    }
+    int fails = 0;
+    const size_t count = 1 << 20;
+    if (zt_env_arena(&env, zt_case_bytes(ZT_ALLGATHER, HCCL_DATA_TYPE_FP32, count, nranks))) {
+        zt_env_close(&env);
+        return 1;
+    }
+    /* One rank's buffers in activated memory, the others' not (then the
+     * reverse): every rank takes the buffered path. */
+    for (int coll = ZT_ALLREDUCE; coll <= ZT_ALLGATHER; coll++) {
+        for (int who = 0; who < 2; who++) {
+            int zc = who == 0 ? rank == 0 : rank != nranks - 1;
+            zt_case_t c = {.coll = coll,
+                           .dtype = HCCL_DATA_TYPE_FP32,
+                           .op = HCCL_REDUCE_SUM,
+                           .count = 4099,
+                           .zero_copy = zc,
+                           .expect_buffered = zc,
+                           .misalign = 1,
+                           .seed = 21 + (uint64_t)who};
+            fails += zt_case_run(&env, &c) != 0;
+        }
+    }
+    /* Stream order: the input arrives by an async copy queued before the op. */
+    float *host = NULL;
+    if (aclrtMallocHost((void **)&host, count * sizeof(float)) != ACL_SUCCESS) {
+        zt_env_close(&env);
+        return fails + 1;
+    }
+    zt_pat_t p = {HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, ZT_FILL_EXACT, nranks, 31};
+    zt_fill(host, 0, count, &p, rank);
+    float *send = (float *)env.plain;
+    float *recv = (float *)(env.plain + env.half);
+    memset(send, 0xee, count * sizeof(float));
+    aclError e = aclrtMemcpyAsync(send, count * sizeof(float), host, count * sizeof(float),
+                                  ACL_MEMCPY_HOST_TO_DEVICE, env.stream);
+    HcclResult r = HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, env.comm,
+                                 env.stream);
+    aclError se = aclrtSynchronizeStream(env.stream);
+    float *want = malloc(count * sizeof(float));
+    zt_ref_allreduce(want, count, &p);
+    if (EXPECT(&env, e == ACL_SUCCESS && r == HCCL_SUCCESS && se == ACL_SUCCESS,
+               "stream order: %d %d %d", (int)e, (int)r, (int)se)) {
+        fails += zt_compare("stream order: output", recv, want, count, HCCL_DATA_TYPE_FP32) != 0;
+    }
+    /* The NULL stream is the current device's default stream (DESIGN §4). */
+    memset(recv, 0, count * sizeof(float));
+    r = HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, env.comm, NULL);
+    se = r == HCCL_SUCCESS ? aclrtSynchronizeStream(NULL) : ACL_SUCCESS;
+    if (EXPECT(&env, r == HCCL_SUCCESS && se == ACL_SUCCESS, "NULL stream: %d %d", (int)r,
+               (int)se)) {
+        fails += zt_compare("NULL stream: output", recv, want, count, HCCL_DATA_TYPE_FP32) != 0;
+    }
+    free(want);
+    aclrtFreeHost(host);
+    if (zt_env_close(&env) != 0) {
+        fails++;
+    }
+    return fails;
+}
+
+static void test_paths_and_streams(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (int n = 1; n <= 3; n++) {
+        failed += zt_launch_procs(n, rank_paths, NULL, 60);
+    }
+    assert_int_equal(failed, 0);
+}
+
+int main(void)
+{
+    char s[16];
+    snprintf(s, sizeof(s), "%d", ZT_CONNECT_S);
+    setenv("HCCL_CONNECT_TIMEOUT", s, 1);
+    setenv("HCCL_EXEC_TIMEOUT", "30", 0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_api),
+        cmocka_unit_test(test_config),
+        cmocka_unit_test(test_init_faults),
+        cmocka_unit_test(test_zc_rules),
+        cmocka_unit_test(test_paths_and_streams),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
