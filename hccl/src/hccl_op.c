@@ -159,8 +159,10 @@ static int zh_op_exec(zh_comm_t *c, const zh_task_t *t)
         void *ccl[ZH_MAX_RANKS];
         const uint64_t *arr[4][ZH_MAX_RANKS];
         uint64_t staged = 0;
+        uint64_t each[ZH_MAX_RANKS];
         zh_sync_t sync = {{zh_sync_barrier}, c};
         for (int q = 0; q < c->nranks; q++) {
+            each[q] = d[q]->count;
             for (int i = 0; i < 4; i++) {
                 arr[i][q] = d[q]->v[i];
             }
@@ -181,6 +183,7 @@ static int zh_op_exec(zh_comm_t *c, const zh_task_t *t)
             .send_displs = op->v[1] != NULL ? arr[1] : NULL,
             .recv_counts = op->v[2] != NULL ? arr[2] : NULL,
             .recv_displs = op->v[3] != NULL ? arr[3] : NULL,
+            .recv_count_each = op->kind == ZH_OP_REDUCESCATTERV ? each : NULL,
             .sync = &sync.base,
             .staged_bytes = &staged,
             .tune = &c->tune,

@@ -20,6 +20,24 @@
  *
  * Functions return 0 or a negative zc_status_t (a barrier failure is passed
  * through unchanged).
+ *
+ * Barriers and buffer lifetime:
+ *  - a staged algorithm may return while peers still read ccl[me] (its last
+ *    chunk): the caller's exit handshake must complete before ccl[me] is
+ *    reused. A failure only one rank sees (a NULL send, a failed malloc)
+ *    still calls barrier() as often as success would, then returns the error.
+ *  - a direct algorithm calls barrier() only when some rank's output
+ *    overlaps its own input in a way peers would read after it was
+ *    overwritten (in-place AlltoAll, AllGather with in not at slot rank, ...):
+ *    then every rank calls it exactly once and the ranks concerned go through
+ *    a private buffer. The supported in-place forms need no barrier:
+ *    AllReduce / Reduce out == in, AllGather(V) in == own slot of out,
+ *    ReduceScatter(V) out == own block of in, Scatter root out == own block.
+ *    Partial overlaps beyond these are handled the same way on both paths
+ *    (private copies), never left undefined. Buffers of different ranks must
+ *    not overlap each other.
+ *  - argument errors are detected before the first barrier from values all
+ *    ranks share, so every rank fails alike (logged once, ZC_SUB_COLL).
  */
 #ifndef COLL_COLL_H
 #define COLL_COLL_H
@@ -50,7 +68,8 @@ typedef enum {
 
 typedef enum { COLL_SUM = 0, COLL_PROD = 1, COLL_MAX = 2, COLL_MIN = 3 } coll_op_t;
 
-/** Element size in bytes; 0 for an unknown type. */
+/** Element size in bytes (INT128 16, the 8-bit float types 1); 0 for an
+ *  unknown type. */
 size_t coll_dtype_size(int dtype);
 
 /** 1 when coll_reduce_n supports (dtype, op), else 0. Copy-only collectives
@@ -59,12 +78,19 @@ int coll_reducible(int dtype, int op);
 
 /**
  * dst[i] = src[0][i] op src[1][i] op ... op src[n-1][i], left to right.
- * dst may alias any src (each element is read from every source before it is
- * written). fp16/bf16 accumulate in fp32 over all n inputs and round once.
+ * dst may be any src (each element is read from every source before it is
+ * written); partial overlap is not allowed. Any alignment works.
+ * Integer SUM / PROD wrap modulo 2^bits. fp MAX / MIN propagate NaN (a NaN in
+ * any input gives NaN, the first NaN in rank order); between equal values
+ * (+0 / -0) the later operand wins. fp16/bf16 accumulate in fp32 over all n
+ * inputs and round to nearest even once. Unsupported (dtype, op) pairs are a
+ * no-op: check coll_reducible first.
  */
 void coll_reduce_n(void *dst, const void *const *src, int n, size_t count, int dtype, int op);
 
-/** memcpy that switches to non-temporal stores at nt_min bytes (0 = never). */
+/** memcpy that switches to non-temporal stores at nt_min bytes (0 = never),
+ *  fenced before it returns. dst == src is a no-op; other overlap is not
+ *  allowed. */
 void coll_copy(void *dst, const void *src, size_t bytes, size_t nt_min);
 
 typedef struct coll_sync {
@@ -74,17 +100,17 @@ typedef struct coll_sync {
 } coll_sync_t;
 
 typedef struct {
-    size_t oneshot_max; /* AllReduce bytes up to which each rank reduces everything */
+    size_t oneshot_max; /* AllReduce / Reduce bytes up to which one-shot is used */
     size_t nt_min;      /* copies from this size use non-temporal stores (0 = never) */
 } coll_tuning_t;
 
 typedef struct {
     int rank;
     int nranks;
-    int root;           /* Broadcast, Reduce, Scatter */
-    int dtype;          /* coll_dtype_t */
-    int op;             /* coll_op_t */
-    size_t count;       /* HCCL's count argument of the collective (elements) */
+    int root;     /* Broadcast, Reduce, Scatter */
+    int dtype;    /* coll_dtype_t */
+    int op;       /* coll_op_t */
+    size_t count; /* HCCL's count argument of the collective (elements) */
 
     /* direct path: every rank's buffers, valid in this process */
     const void *const *in;
@@ -98,24 +124,35 @@ typedef struct {
 
     /* V collectives: arrays of nranks elements as passed by each rank r
      * (xxx[r] is rank r's argument), in elements; NULL when unused.
-     * AlltoAllVC passes its n x n matrix as send_counts[r] = row... see
-     * coll_alltoallv: the caller converts VC to V form. */
+     * AlltoAllVC: the caller converts its n x n matrix M to V form
+     * (send_counts[r][q] = M[r][q], recv_counts[r][q] = M[q][r], the
+     * displacements packed in rank order). For the V collectives `count` is
+     * not used: the arrays, which every rank sees alike, are authoritative. */
     const uint64_t *const *send_counts;
     const uint64_t *const *send_displs;
     const uint64_t *const *recv_counts;
     const uint64_t *const *recv_displs;
-    const uint64_t *recv_count_each; /* ReduceScatterV: recv count of each rank */
+    const uint64_t *recv_count_each; /* ReduceScatterV: recv count of each rank (or NULL) */
 
     coll_sync_t *sync;
-    uint64_t *staged_bytes; /* += bytes copied into CCL buffers (may be NULL) */
-    const coll_tuning_t *tune;
+    uint64_t *staged_bytes;    /* += bytes copied into CCL buffers (may be NULL) */
+    const coll_tuning_t *tune; /* NULL: oneshot_max 16 KiB, nt_min 4 MiB */
 } coll_args_t;
 
 /* Each collective has a direct and a staged variant with the same meaning as
- * the HCCL call of the same name (counts in elements of dtype). */
+ * the HCCL call of the same name (counts in elements of dtype). Per-op notes:
+ *  - AllGatherV: rank q sends recv_counts[*][q] elements; every rank must pass
+ *    the same recv_counts (else ZC_ERR_INVAL on every rank).
+ *  - ReduceScatterV: send_counts[r][q] must equal recv_count_each[q]; when
+ *    recv_count_each is NULL, all ranks' send_counts must agree instead.
+ *  - AlltoAllV: recv_counts[r][q] must equal send_counts[q][r].
+ *  - Broadcast: direct reads in[root] (out[root] when that is NULL); staged,
+ *    the root reads send (recv when send is NULL), the others write recv.
+ *  - Reduce: only out[root] / the root's recv are written (others may be
+ *    NULL). Scatter: only in[root] / the root's send are read. */
 int coll_allreduce_direct(const coll_args_t *a);
 int coll_allreduce_staged(const coll_args_t *a);
-int coll_allgather_direct(const coll_args_t *a);  /* count = per-rank send count */
+int coll_allgather_direct(const coll_args_t *a); /* count = per-rank send count */
 int coll_allgather_staged(const coll_args_t *a);
 int coll_allgatherv_direct(const coll_args_t *a); /* recv_counts/recv_displs[r] */
 int coll_allgatherv_staged(const coll_args_t *a);

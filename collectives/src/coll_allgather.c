@@ -1,0 +1,296 @@
+/*
+ * AllGather and AllGatherV: every rank's send block lands at its slot of
+ * every rank's recv buffer.
+ *
+ * Direct path: pull. Rank r copies in[q] into its own out[r] slot q for every
+ * q, starting at q = r so the ranks spread their first reads over different
+ * sources. Only rank r writes out[r], and the writes stay in the reader's
+ * cache hierarchy (it is the rank that will use the result). In place
+ * (in[r] == slot r of out[r]) the own copy is a no-op and peers read in[r]
+ * while nobody writes it: safe with no barrier. An in[r] that overlaps
+ * out[r] any other way would be overwritten while peers read it: those ranks
+ * gather into a private buffer and commit after one barrier (coll_run_owned).
+ *
+ * Staged path, per round of up to one CCL buffer per rank:
+ *   copy my chunk of send into ccl[me]; barrier;
+ *   copy chunk q from every ccl[q] into recv slot q (my own from send);
+ *   barrier before the next round overwrites ccl[me].
+ * Round k reads send chunk k only, and writes only chunk k of each slot, so
+ * the in-place form (send == recv slot me) is safe; other overlaps use a
+ * private copy of send.
+ *
+ * AllGatherV: recv_counts[r][q] / recv_displs[r][q] are rank r's arguments
+ * (elements). Every rank must pass the same recv_counts (checked); rank q
+ * sends recv_counts[0][q] elements (count, the send count, is not used:
+ * the arrays are the version all ranks can check alike).
+ */
+#include "coll_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- AllGather ---- */
+
+static int coll_ag_work(const coll_args_t *a, char *base, void *ctx)
+{
+    size_t bytes = *(const size_t *)ctx;
+    int nt = coll_use_nt(a, bytes * (size_t)a->nranks);
+    for (int k = 0; k < a->nranks; k++) {
+        int q = (a->rank + k) % a->nranks;
+        coll_put(base + (size_t)q * bytes, a->in[q], bytes, nt);
+    }
+    if (nt) {
+        coll_store_fence();
+    }
+    return ZC_OK;
+}
+
+int coll_allgather_direct(const coll_args_t *a)
+{
+    static const char what[] = "allgather_direct";
+    size_t bytes, total;
+    ZC_CHECK(coll_check(a, COLL_F_DIRECT, what));
+    ZC_CHECK(coll_bytes(a->count, coll_dtype_size(a->dtype), 1, what, &bytes));
+    ZC_CHECK(coll_bytes(bytes, 1, (size_t)a->nranks, what, &total));
+    if (bytes == 0) {
+        return ZC_OK;
+    }
+    int any = 0;
+    int me_conflict = 0;
+    for (int q = 0; q < a->nranks; q++) {
+        ZC_CHECK(coll_check_buf(a->in[q], bytes, what, "in[q]", q));
+        ZC_CHECK(coll_check_buf(a->out[q], total, what, "out[q]", q));
+        const char *slot = (const char *)a->out[q] + (size_t)q * bytes;
+        if (a->in[q] != slot && coll_overlap(a->in[q], bytes, a->out[q], total)) {
+            any = 1;
+            me_conflict |= q == a->rank;
+        }
+    }
+    return coll_run_owned(a, any, me_conflict, total, coll_ag_work, NULL, &bytes);
+}
+
+int coll_allgather_staged(const coll_args_t *a)
+{
+    static const char what[] = "allgather_staged";
+    size_t es, bytes, total;
+    ZC_CHECK(coll_check(a, COLL_F_STAGED, what));
+    es = coll_dtype_size(a->dtype);
+    ZC_CHECK(coll_bytes(a->count, es, 1, what, &bytes));
+    ZC_CHECK(coll_bytes(bytes, 1, (size_t)a->nranks, what, &total));
+    if (bytes == 0) {
+        return ZC_OK;
+    }
+    size_t per = coll_stage_elems(a, 1, what);
+    if (per == 0) {
+        return ZC_ERR_INVAL;
+    }
+    size_t rounds = (a->count + per - 1) / per;
+    size_t nbar = 2 * rounds - 1;
+    int me = a->rank;
+    char *recv = a->recv;
+    char *own = recv + (size_t)me * bytes;
+    const char *send = NULL;
+    void *snap = NULL;
+    int st = coll_check_buf(a->send, bytes, what, "send", me);
+    if (st == ZC_OK) {
+        st = coll_check_buf(a->recv, total, what, "recv", me);
+    }
+    if (st == ZC_OK) {
+        st = coll_stage_send(a, bytes, total, a->send == own, &send, &snap);
+    }
+    if (st != ZC_OK) {
+        return coll_fail_staged(a, nbar, st);
+    }
+
+    int nt = coll_use_nt(a, total);
+    for (size_t k = 0; k < rounds; k++) {
+        size_t co = k * per * es;
+        size_t cl = ZC_MIN(per, a->count - k * per) * es;
+        if (k > 0) {
+            ZC_CHECK_GOTO(coll_barrier(a), st, out);
+        }
+        coll_stage_in(a, a->ccl[me], send + co, cl);
+        ZC_CHECK_GOTO(coll_barrier(a), st, out);
+        for (int i = 0; i < a->nranks; i++) {
+            int q = (me + i) % a->nranks;
+            const char *src = q == me ? send + co : (const char *)a->ccl[q];
+            coll_put(recv + (size_t)q * bytes + co, src, cl, nt);
+        }
+    }
+out:
+    if (nt) {
+        coll_store_fence();
+    }
+    free(snap);
+    return st;
+}
+
+/* ---- AllGatherV ---- */
+
+typedef struct {
+    size_t es;
+    size_t extent; /* bytes of recv covered by the largest displ + count */
+    const uint64_t *cnt;
+    const uint64_t *const *displs;
+} coll_agv_t;
+
+/* Every rank passed the same recv_counts, and every displ + count fits. */
+static int coll_agv_check(const coll_args_t *a, coll_agv_t *v, const char *what)
+{
+    if (a->recv_counts == NULL || a->recv_displs == NULL) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d %s: recv_counts / recv_displs are NULL", a->rank, what);
+        return ZC_ERR_PTR;
+    }
+    for (int r = 0; r < a->nranks; r++) {
+        if (a->recv_counts[r] == NULL || a->recv_displs[r] == NULL) {
+            ZC_WARN(ZC_SUB_COLL, "rank %d %s: rank %d's recv_counts / recv_displs are NULL",
+                    a->rank, what, r);
+            return ZC_ERR_PTR;
+        }
+    }
+    v->es = coll_dtype_size(a->dtype);
+    v->cnt = a->recv_counts[0];
+    v->displs = a->recv_displs;
+    v->extent = 0;
+    for (int r = 0; r < a->nranks; r++) {
+        for (int q = 0; q < a->nranks; q++) {
+            uint64_t c = a->recv_counts[r][q];
+            uint64_t d = a->recv_displs[r][q];
+            if (c != v->cnt[q]) {
+                ZC_WARN(ZC_SUB_COLL,
+                        "rank %d %s: rank %d's recv_counts[%d] = %llu but rank 0's is %llu",
+                        a->rank, what, r, q, (unsigned long long)c, (unsigned long long)v->cnt[q]);
+                return ZC_ERR_INVAL;
+            }
+            if (c > SIZE_MAX / v->es || d > SIZE_MAX / v->es - c) {
+                ZC_WARN(ZC_SUB_COLL, "rank %d %s: rank %d's displ %llu + count %llu overflows",
+                        a->rank, what, r, (unsigned long long)d, (unsigned long long)c);
+                return ZC_ERR_INVAL;
+            }
+            if (r == a->rank && c > 0) {
+                v->extent = ZC_MAX(v->extent, (size_t)(d + c) * v->es);
+            }
+        }
+    }
+    return ZC_OK;
+}
+
+static size_t coll_agv_extent(const coll_agv_t *v, int r, int n)
+{
+    size_t e = 0;
+    for (int q = 0; q < n; q++) {
+        if (v->cnt[q] > 0) {
+            e = ZC_MAX(e, (size_t)(v->displs[r][q] + v->cnt[q]) * v->es);
+        }
+    }
+    return e;
+}
+
+static int coll_agv_work(const coll_args_t *a, char *base, void *ctx)
+{
+    const coll_agv_t *v = ctx;
+    int nt = coll_use_nt(a, v->extent);
+    for (int k = 0; k < a->nranks; k++) {
+        int q = (a->rank + k) % a->nranks;
+        coll_put(base + v->displs[a->rank][q] * v->es, a->in[q], v->cnt[q] * v->es, nt);
+    }
+    if (nt) {
+        coll_store_fence();
+    }
+    return ZC_OK;
+}
+
+static void coll_agv_commit(const coll_args_t *a, const char *tmp, void *ctx)
+{
+    const coll_agv_t *v = ctx;
+    for (int q = 0; q < a->nranks; q++) {
+        size_t o = v->displs[a->rank][q] * v->es;
+        memcpy((char *)a->out[a->rank] + o, tmp + o, v->cnt[q] * v->es);
+    }
+}
+
+int coll_allgatherv_direct(const coll_args_t *a)
+{
+    static const char what[] = "allgatherv_direct";
+    coll_agv_t v;
+    ZC_CHECK(coll_check(a, COLL_F_DIRECT, what));
+    ZC_CHECK(coll_agv_check(a, &v, what));
+    int any = 0;
+    int me_conflict = 0;
+    for (int q = 0; q < a->nranks; q++) {
+        size_t ext = coll_agv_extent(&v, q, a->nranks);
+        size_t sb = v.cnt[q] * v.es;
+        ZC_CHECK(coll_check_buf(a->in[q], sb, what, "in[q]", q));
+        ZC_CHECK(coll_check_buf(a->out[q], ext, what, "out[q]", q));
+        const char *slot = (const char *)a->out[q] + a->recv_displs[q][q] * v.es;
+        if (a->in[q] != slot && coll_overlap(a->in[q], sb, a->out[q], ext)) {
+            any = 1;
+            me_conflict |= q == a->rank;
+        }
+    }
+    if (v.extent == 0) {
+        return ZC_OK;
+    }
+    return coll_run_owned(a, any, me_conflict, v.extent, coll_agv_work, coll_agv_commit, &v);
+}
+
+int coll_allgatherv_staged(const coll_args_t *a)
+{
+    static const char what[] = "allgatherv_staged";
+    coll_agv_t v;
+    ZC_CHECK(coll_check(a, COLL_F_STAGED, what));
+    ZC_CHECK(coll_agv_check(a, &v, what));
+    size_t per = coll_stage_elems(a, 1, what);
+    if (per == 0) {
+        return ZC_ERR_INVAL;
+    }
+    uint64_t maxc = coll_max_u64(v.cnt, a->nranks);
+    if (maxc == 0) {
+        return ZC_OK;
+    }
+    size_t rounds = (size_t)((maxc + per - 1) / per);
+    size_t nbar = 2 * rounds - 1;
+    int me = a->rank;
+    size_t es = v.es;
+    size_t sb = v.cnt[me] * es;
+    const uint64_t *rd = a->recv_displs[me];
+    char *recv = a->recv;
+    const char *send = NULL;
+    void *snap = NULL;
+    int st = coll_check_buf(a->send, sb, what, "send", me);
+    if (st == ZC_OK) {
+        st = coll_check_buf(a->recv, v.extent, what, "recv", me);
+    }
+    if (st == ZC_OK) {
+        st = coll_stage_send(a, sb, v.extent, a->send == recv + rd[me] * es, &send, &snap);
+    }
+    if (st != ZC_OK) {
+        return coll_fail_staged(a, nbar, st);
+    }
+
+    int nt = coll_use_nt(a, v.extent);
+    for (size_t k = 0; k < rounds; k++) {
+        size_t lo = k * per;
+        if (k > 0) {
+            ZC_CHECK_GOTO(coll_barrier(a), st, out);
+        }
+        if (v.cnt[me] > lo) {
+            coll_stage_in(a, a->ccl[me], send + lo * es, ZC_MIN(per, v.cnt[me] - lo) * es);
+        }
+        ZC_CHECK_GOTO(coll_barrier(a), st, out);
+        for (int i = 0; i < a->nranks; i++) {
+            int q = (me + i) % a->nranks;
+            if (v.cnt[q] <= lo) {
+                continue;
+            }
+            const char *src = q == me ? send + lo * es : (const char *)a->ccl[q];
+            coll_put(recv + (rd[q] + lo) * es, src, ZC_MIN(per, v.cnt[q] - lo) * es, nt);
+        }
+    }
+out:
+    if (nt) {
+        coll_store_fence();
+    }
+    free(snap);
+    return st;
+}

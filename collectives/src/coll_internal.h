@@ -1,0 +1,144 @@
+/*
+ * Helpers shared by the algorithm files (one file per collective).
+ *
+ * Rules every algorithm follows:
+ *  - Checks that decide between returning early and calling barrier() use
+ *    only values every rank sees alike (nranks, dtype, op, count, root,
+ *    ccl_bytes, the per-rank arrays and, on the direct path, every rank's
+ *    in[]/out[] pointers), so all ranks take the same branch and call
+ *    barrier() the same number of times.
+ *  - A failure only this rank can see (a local pointer, a failed malloc) on
+ *    the staged path still calls barrier() as often as success would
+ *    (coll_fail_staged), so the peers do not hang; the error is returned.
+ *  - Streaming (non-temporal) stores are fenced before the algorithm's next
+ *    barrier and before it returns.
+ */
+#ifndef COLL_INTERNAL_H
+#define COLL_INTERNAL_H
+
+#include "coll/coll.h"
+#include "coll_kernel.h"
+
+#include "zc/export.h"
+#include "zc/log.h"
+#include "zc/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Defaults when the caller passes no tuning (same as the config table). */
+#define COLL_DEFAULT_ONESHOT_MAX 16384
+#define COLL_DEFAULT_NT_MIN (4u << 20)
+
+/* What coll_check validates besides rank, nranks and dtype. */
+enum {
+    COLL_F_REDUCE = 1u << 0, /* (dtype, op) must be reducible */
+    COLL_F_ROOT = 1u << 1,   /* root must be a rank */
+    COLL_F_STAGED = 1u << 2, /* sync, ccl[] of every rank, ccl_bytes */
+    COLL_F_DIRECT = 1u << 3, /* in[] and out[] arrays */
+};
+
+/**
+ * Validate the arguments every rank shares. Logs one line naming the bad
+ * argument. Returns ZC_OK, ZC_ERR_INVAL or ZC_ERR_PTR.
+ */
+int coll_check(const coll_args_t *a, unsigned flags, const char *what);
+
+/** ZC_OK when p is non-NULL or unused (bytes == 0), else logs and ZC_ERR_PTR. */
+int coll_check_buf(const void *p, size_t bytes, const char *what, const char *name, int rank);
+
+/** count * es * mul without overflow, else logs and returns ZC_ERR_INVAL. */
+int coll_bytes(size_t count, size_t es, size_t mul, const char *what, size_t *out);
+
+/** The op's barrier; a failure is returned unchanged. */
+int coll_barrier(const coll_args_t *a);
+
+/** Call barrier nbar times (stopping at a barrier failure), return st. */
+int coll_fail_staged(const coll_args_t *a, size_t nbar, int st);
+
+/** Elements per part when the CCL buffer is cut into `parts` equal parts:
+ *  a multiple of 64 bytes when possible; 0 (logged) when not one fits. */
+size_t coll_stage_elems(const coll_args_t *a, size_t parts, const char *what);
+
+/** Copy into this rank's CCL buffer, counting the bytes in *staged_bytes. */
+void coll_stage_in(const coll_args_t *a, void *ccl_dst, const void *src, size_t bytes);
+
+/** Streaming stores for this op? (message of msg_bytes vs tune->nt_min) */
+int coll_use_nt(const coll_args_t *a, size_t msg_bytes);
+
+/** AllReduce one-shot threshold in bytes. */
+size_t coll_oneshot_max(const coll_args_t *a);
+
+/** Copy, streaming when nt; dst == src is a no-op. Fence before sharing. */
+static inline void coll_put(void *dst, const void *src, size_t bytes, int nt)
+{
+    if (bytes == 0 || dst == src) {
+        return;
+    }
+    if (nt) {
+        coll_copy_stream(dst, src, bytes);
+    } else {
+        coll_copy(dst, src, bytes, 0);
+    }
+}
+
+/** Slice r of n over count elements: equal slices of whole 64-byte lines
+ *  (the last one shorter, trailing ones possibly empty), so ranks writing
+ *  neighbouring slices of one buffer do not share cache lines. */
+void coll_slice(size_t count, int n, int r, size_t es, size_t *off, size_t *len);
+
+/** 1 when [p, p+plen) and [q, q+qlen) share a byte. */
+int coll_overlap(const void *p, size_t plen, const void *q, size_t qlen);
+
+/** n pointers, on the stack up to COLL_PTRS_INLINE. */
+#define COLL_PTRS_INLINE 64
+typedef struct {
+    const void **p;
+    const void *inl[COLL_PTRS_INLINE];
+} coll_ptrs_t;
+
+/** Make room for n pointers. Returns ZC_OK or ZC_ERR_NOMEM (logged). */
+int coll_ptrs_init(coll_ptrs_t *v, int n);
+void coll_ptrs_fini(coll_ptrs_t *v);
+
+/** Largest of the n values of arr (0 when n == 0). */
+uint64_t coll_max_u64(const uint64_t *arr, int n);
+
+/**
+ * The send buffer a staged algorithm should read: a->send itself when it
+ * does not overlap recv or overlaps it only in a form the algorithm handles
+ * (safe != 0), else a private copy (*snap, to be freed). ZC_ERR_NOMEM when
+ * the copy cannot be made (logged).
+ */
+int coll_stage_send(const coll_args_t *a, size_t send_bytes, size_t recv_bytes, int safe,
+                    const char **send, void **snap);
+
+/*
+ * Direct algorithms whose only writes go to this rank's own output, for the
+ * case where some rank's output overlaps its own input that peers still
+ * read (in-place AlltoAll, say). Ranks without such an overlap write their
+ * output directly; a rank with one computes into a private buffer of
+ * tmp_bytes, waits at one barrier until every peer has finished reading,
+ * then commits. All ranks call the barrier when conflict_any is set.
+ *
+ * work(a, base, ctx) writes the result as if base were out[rank];
+ * commit(a, tmp, ctx) copies the written parts of tmp to out[rank]
+ * (NULL: the first tmp_bytes bytes, contiguous).
+ */
+typedef int (*coll_work_fn)(const coll_args_t *a, char *base, void *ctx);
+typedef void (*coll_commit_fn)(const coll_args_t *a, const char *tmp, void *ctx);
+int coll_run_owned(const coll_args_t *a, int conflict_any, int conflict_me, size_t tmp_bytes,
+                   coll_work_fn work, coll_commit_fn commit, void *ctx);
+
+/**
+ * The staged reduction loop of AllReduce (root < 0: every rank copies the
+ * result out) and Reduce (only root does). Arguments already checked.
+ */
+int coll_reduce_staged_run(const coll_args_t *a, int root, const char *what);
+
+/** AllReduce reduce-scatter-write strategy (measurements and tests):
+ *  0 (default) reduce into out[rank] and copy to the others, 1 reduce into
+ *  a stack block and write every output from it. */
+void coll_allreduce_set_write_mode(int mode);
+
+#endif /* COLL_INTERNAL_H */
