@@ -62,6 +62,8 @@ struct vmm_stream {
     pthread_cond_t cv_work;  /* worker: a task arrived or closing */
     pthread_cond_t cv_done;  /* synchronizers: done advanced */
     pthread_cond_t cv_space; /* producers: the queue has room */
+    uint64_t done_want;      /* smallest `done` a synchronizer waits for (UINT64_MAX: none) */
+    int space_waiters;       /* producers blocked on a full queue */
     vmm_task_t *head, *tail;
     size_t depth;
     uint64_t enq, done;
@@ -102,7 +104,11 @@ static void *vmm_stream_worker(void *p)
             s->tail = NULL;
         }
         s->depth--;
-        pthread_cond_signal(&s->cv_space);
+        /* Wake blocked producers only once half the queue is free: waking
+         * one per task would cost two context switches per task. */
+        if (s->space_waiters > 0 && s->depth <= VMM_STREAM_DEPTH / 2) {
+            pthread_cond_broadcast(&s->cv_space);
+        }
         int skip = (s->stop_on_failure && s->err != 0) ||
                    atomic_load_explicit(&s->aborting, memory_order_acquire);
         pthread_mutex_unlock(&s->mu);
@@ -120,7 +126,12 @@ static void *vmm_stream_worker(void *p)
                     rc);
         }
         s->done++;
-        pthread_cond_broadcast(&s->cv_done);
+        /* Wake synchronizers only when the one waiting for the least has
+         * its work done, not after every task. */
+        if (s->done >= s->done_want) {
+            s->done_want = UINT64_MAX;
+            pthread_cond_broadcast(&s->cv_done);
+        }
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -157,6 +168,7 @@ static aclError vmm_stream_new(int dev, int is_default, uint32_t priority, uint3
     pthread_cond_init(&s->cv_work, NULL);
     pthread_cond_init(&s->cv_done, &ca);
     pthread_cond_init(&s->cv_space, NULL);
+    s->done_want = UINT64_MAX;
     pthread_condattr_destroy(&ca);
     atomic_init(&s->aborting, 0);
     int rc = pthread_create(&s->thread, NULL, vmm_stream_worker, s);
@@ -281,7 +293,9 @@ aclError vmm_stream_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dto
     int self = vmm_stream_is_self(s);
     pthread_mutex_lock(&s->mu);
     while (!self && !s->closing && s->depth >= VMM_STREAM_DEPTH) {
+        s->space_waiters++;
         pthread_cond_wait(&s->cv_space, &s->mu);
+        s->space_waiters--;
     }
     if (s->closing) {
         pthread_mutex_unlock(&s->mu);
@@ -319,6 +333,9 @@ static aclError vmm_stream_sync(vmm_stream_t *s, int64_t timeout_ms, int collect
     pthread_mutex_lock(&s->mu);
     uint64_t target = s->enq;
     while (s->done < target) {
+        if (target < s->done_want) {
+            s->done_want = target;
+        }
         if (timeout_ms < 0) {
             pthread_cond_wait(&s->cv_done, &s->mu);
         } else if (pthread_cond_timedwait(&s->cv_done, &s->mu, &dl) == ETIMEDOUT &&
