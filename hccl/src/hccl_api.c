@@ -261,6 +261,12 @@ ZC_EXPORT uint64_t zccl_comm_buffered_ops(HcclComm comm)
     return c != NULL ? (uint64_t)atomic_load(&c->buf_ops) : 0;
 }
 
+ZC_EXPORT uint64_t zccl_comm_inline_bytes(HcclComm comm)
+{
+    zh_comm_t *c = zh_comm_lookup(comm);
+    return c != NULL ? (uint64_t)atomic_load(&c->inline_bytes) : 0;
+}
+
 ZC_EXPORT int zccl_comm_ccl_allocated(HcclComm comm)
 {
     zh_comm_t *c = zh_comm_lookup(comm);

@@ -85,6 +85,29 @@ typedef struct {
     uint64_t v[4][ZH_MAX_RANKS]; /* send counts, send displs, recv counts, recv displs */
 } zh_desc_t;
 
+/* The line every op starts with: its first two words are a flag (value =
+ * seq of the op posted in this slot, sleepers) so waits treat it as one; the
+ * rest is what ranks must agree on and, for AllReduce of at most
+ * ZH_INLINE_MAX bytes on activated memory, the data itself, so a small op
+ * costs one cache-line transfer per peer and no exit barrier (the slot is
+ * reused two ops later, when every peer has provably read it). */
+#define ZH_INLINE_MAX 24
+typedef struct {
+    _Alignas(ZC_CACHELINE) atomic_uint value;
+    atomic_uint sleepers;
+    uint8_t kind;
+    uint8_t dtype;
+    uint8_t redop;
+    uint8_t zc_ok;
+    int32_t root;
+    uint64_t count;
+    uint8_t data[ZH_INLINE_MAX];
+} zh_post_t;
+_Static_assert(sizeof(zh_post_t) == ZC_CACHELINE, "post slot is one cache line");
+_Static_assert(offsetof(zh_post_t, value) == offsetof(zh_flag_t, value) &&
+                   offsetof(zh_post_t, sleepers) == offsetof(zh_flag_t, sleepers),
+               "a post slot starts like a flag");
+
 typedef struct {
     uint32_t gen;   /* bumped at every set/unset; 0 = never used */
     uint32_t state; /* 1 = set */
@@ -138,6 +161,7 @@ typedef struct {
     zh_flag_t ctrl;
     zh_flag_t error;   /* non-zero: a HcclResult this rank failed with */
     zh_flag_t table;   /* seqlock over ranges/regions (odd = being written) */
+    zh_post_t post[2];  /* by seq & 1 */
     uint64_t ccl_token; /* CCL buffer offer, 0 until created */
     uint64_t ccl_bytes;
     zh_desc_t desc[2];  /* by seq & 1 */
@@ -231,6 +255,7 @@ typedef struct zh_comm {
     atomic_uint_fast64_t staged_bytes;
     atomic_uint_fast64_t zc_ops;
     atomic_uint_fast64_t buf_ops;
+    atomic_uint_fast64_t inline_bytes; /* AllReduce bytes carried in post slots */
 } zh_comm_t;
 
 #define ZH_COMM_MAGIC 0x7a63636cu

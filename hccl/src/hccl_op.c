@@ -69,7 +69,8 @@ static const struct {
 };
 
 /* Does rank q's descriptor agree with rank 0's? Logs the first difference. */
-static int zh_op_agree(zh_comm_t *c, const zh_desc_t *d0, const zh_desc_t *dq, int q)
+static int zh_op_agree(zh_comm_t *c, const zh_post_t *d0, const zh_post_t *dq, int q,
+                       uint32_t seq)
 {
     const char *what = NULL;
     long long a = 0;
@@ -100,11 +101,11 @@ static int zh_op_agree(zh_comm_t *c, const zh_desc_t *d0, const zh_desc_t *dq, i
     }
     if (c->rank == 0 || c->rank == q) {
         ZC_WARN(ZC_SUB_COLL, "rank %d: op %u (%s): rank %d passed %s %lld but rank 0 passed %lld",
-                c->rank, d0->seq, d0->kind < ZH_OP_MAX ? zh_op_names[d0->kind] : "?", q, what, a,
+                c->rank, seq, d0->kind < ZH_OP_MAX ? zh_op_names[d0->kind] : "?", q, what, a,
                 b);
     } else {
         ZC_WARN(ZC_SUB_COLL, "rank %d: op %u: ranks disagree (%s of rank %d); failing the op",
-                c->rank, d0->seq, what, q);
+                c->rank, seq, what, q);
     }
     return 0;
 }
@@ -131,29 +132,60 @@ static int zh_op_exec(zh_comm_t *c, const zh_task_t *t)
             memcpy(mine->v[i], t->arrays[i], sizeof(uint64_t) * (size_t)c->nranks);
         }
     }
-    int st = zh_barrier(c);
+    zh_post_t *post = &c->ctrl->post[seq & 1u];
+    post->kind = (uint8_t)op->kind;
+    post->dtype = (uint8_t)op->dtype;
+    post->redop = (uint8_t)op->redop;
+    post->zc_ok = (uint8_t)mine->zc_ok;
+    post->root = op->root;
+    post->count = op->count;
+    size_t inline_bytes = op->kind == ZH_OP_ALLREDUCE ? op->send_bytes : ZH_INLINE_MAX + 1;
+    if (inline_bytes <= ZH_INLINE_MAX && inline_bytes > 0) {
+        memcpy(post->data, op->send, inline_bytes);
+    }
+    /* Entry: my post (release) and every peer's post of this op. */
+    zh_flag_post((zh_flag_t *)(void *)post, seq);
+    int st = c->nranks == 1 ? ZC_OK
+                            : zh_wait_peers(c, offsetof(zh_ctrl_t, post) +
+                                                   (seq & 1u) * sizeof(zh_post_t),
+                                            seq);
     if (st != ZC_OK) {
         return st;
     }
-    const zh_desc_t *d[ZH_MAX_RANKS];
+    const zh_post_t *p[ZH_MAX_RANKS];
     int agree = 1;
     int zc = 1;
     for (int q = 0; q < c->nranks; q++) {
-        d[q] = &c->peers[q].ctrl->desc[seq & 1u];
-        if (d[q]->seq != seq) {
-            ZC_WARN(ZC_SUB_COLL, "rank %d: rank %d is at op %u, I am at op %u", c->rank, q,
-                    d[q]->seq, seq);
-            agree = 0;
-        }
-        zc &= d[q]->zc_ok != 0;
+        p[q] = &c->peers[q].ctrl->post[seq & 1u];
+        zc &= p[q]->zc_ok != 0;
     }
     for (int q = 1; q < c->nranks && agree; q++) {
-        agree = zh_op_agree(c, d[0], d[q], q);
+        agree = zh_op_agree(c, p[0], p[q], q, seq);
+    }
+    if (!agree) {
+        return ZC_ERR_INVAL; /* every rank saw the same posts: no exit needed */
+    }
+    if (op->kind == ZH_OP_BARRIER) {
+        return ZC_OK; /* everyone arrived */
+    }
+    if (zc && inline_bytes <= ZH_INLINE_MAX) {
+        const void *src[ZH_MAX_RANKS];
+        for (int q = 0; q < c->nranks; q++) {
+            src[q] = p[q]->data;
+        }
+        if (inline_bytes > 0) {
+            coll_reduce_n(op->recv, src, c->nranks, op->count, op->dtype, op->redop);
+        }
+        atomic_fetch_add_explicit(&c->zc_ops, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->inline_bytes, inline_bytes, memory_order_relaxed);
+        return ZC_OK;
+    }
+    const zh_desc_t *d[ZH_MAX_RANKS];
+    for (int q = 0; q < c->nranks; q++) {
+        d[q] = &c->peers[q].ctrl->desc[seq & 1u];
     }
     int result = ZC_OK;
-    if (!agree) {
-        result = ZC_ERR_INVAL;
-    } else if (op->kind != ZH_OP_BARRIER) {
+    {
         const void *in[ZH_MAX_RANKS];
         void *out[ZH_MAX_RANKS];
         void *ccl[ZH_MAX_RANKS];
@@ -190,9 +222,9 @@ static int zh_op_exec(zh_comm_t *c, const zh_task_t *t)
         };
         if (zc) {
             for (int q = 0; q < c->nranks && result == ZC_OK; q++) {
-                void *p = NULL;
-                result = zh_mem_translate(c, q, d[q]->send_va, d[q]->send_bytes, &p);
-                in[q] = p;
+                void *src = NULL;
+                result = zh_mem_translate(c, q, d[q]->send_va, d[q]->send_bytes, &src);
+                in[q] = src;
                 if (result == ZC_OK) {
                     result = zh_mem_translate(c, q, d[q]->recv_va, d[q]->recv_bytes, &out[q]);
                 }
