@@ -146,7 +146,9 @@ typedef struct {
     zh_flag_t ack;
     zh_flag_t done;
     _Alignas(ZC_CACHELINE) zh_p2p_desc_t sdesc;
-    _Alignas(ZC_CACHELINE) zh_p2p_desc_t rdesc;
+    /* by seq & 1: the receiver may post its next receive while the sender
+     * still reads the current one */
+    _Alignas(ZC_CACHELINE) zh_p2p_desc_t rdesc[2];
     /* receiver's verdict (HcclResult) of message seq, at [seq & 3]: rdesc may
      * already describe the next message when the sender looks */
     _Alignas(ZC_CACHELINE) int32_t verdict[4];

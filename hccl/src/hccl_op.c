@@ -245,7 +245,10 @@ static int zh_op_exec(zh_comm_t *c, const zh_task_t *t)
             atomic_fetch_add_explicit(&c->buf_ops, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&c->staged_bytes, staged, memory_order_relaxed);
         }
-        if (result != ZC_OK && result != ZC_ERR_REMOTE && result != ZC_ERR_TIMEOUT) {
+        /* Argument disagreements the algorithms find (V arrays) are seen by
+         * every rank alike and leave the comm usable; other failures break it. */
+        if (result != ZC_OK && result != ZC_ERR_REMOTE && result != ZC_ERR_TIMEOUT &&
+            result != ZC_ERR_INVAL) {
             zh_comm_fail(c, zh_result(result));
         }
     }

@@ -173,7 +173,7 @@ static int zh_send_step(zh_comm_t *c, zh_item_t *x)
         if (!zh_reached(zh_load(&theirs->ready), x->seq)) {
             return 0;
         }
-        zh_p2p_desc_t r = theirs->rdesc;
+        zh_p2p_desc_t r = theirs->rdesc[x->seq & 1u];
         if (r.seq != x->seq) {
             /* The receiver finished this message (zero-copy or mismatch)
              * and moved on: its verdict is in the ring. */
@@ -239,7 +239,7 @@ static int zh_recv_step(zh_comm_t *c, zh_item_t *x)
     switch (x->state) {
     case ZH_IT_START:
         x->seq = ++p->recv_seq;
-        mine->rdesc = (zh_p2p_desc_t){x->seq, x->it.dataType,
+        mine->rdesc[x->seq & 1u] = (zh_p2p_desc_t){x->seq, x->it.dataType,
                                       (uint32_t)zh_mem_local_covers(c, (uint64_t)(uintptr_t)x->it.buf,
                                                                     x->bytes),
                                       0, x->it.count, (uint64_t)(uintptr_t)x->it.buf, x->bytes};
@@ -262,7 +262,7 @@ static int zh_recv_step(zh_comm_t *c, zh_item_t *x)
             return 1;
         }
         mine->verdict[x->seq & 3u] = HCCL_SUCCESS;
-        x->zc = (s.zc && mine->rdesc.zc) || p->same_proc;
+        x->zc = (s.zc && mine->rdesc[x->seq & 1u].zc) || p->same_proc;
         if (x->zc && x->bytes > 0) {
             void *src = NULL;
             int st = zh_mem_translate(c, q, s.va, s.bytes, &src);
@@ -347,8 +347,13 @@ static int zh_p2p_run(zh_comm_t *c, zh_batch_t *b)
             } else {
                 waiting_on = (int)x->it.remoteRank;
             }
-            if (x->state == ZH_IT_DONE && x->status != ZC_OK && result == ZC_OK) {
-                result = x->status;
+            if (x->state == ZH_IT_DONE) {
+                if (x->status != ZC_OK && result == ZC_OK) {
+                    result = x->status;
+                } else if (x->status == ZC_OK) {
+                    atomic_fetch_add_explicit(x->zc || x->bytes == 0 ? &c->zc_ops : &c->buf_ops, 1,
+                                              memory_order_relaxed);
+                }
             }
         }
         if (left == 0) {
