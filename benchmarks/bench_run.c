@@ -1,0 +1,405 @@
+/*
+ * The size sweep and the tables.
+ *
+ * Timing follows the definition the latency targets use: ops are enqueued
+ * back to back on one stream and the stream is synchronised once per batch.
+ * An MPI_Barrier starts each batch on every rank together; the batch lasts
+ * until the slowest rank is done (MPI_Allreduce MAX), and time per op is that
+ * over the iteration count. Before the sweep a few ops at the largest and the
+ * smallest size absorb first-use costs; each size then starts with its own
+ * warm-up batch, and with --budget the warm-up also fixes how many
+ * iterations fit the budget (see bench_calibrate()).
+ *
+ * For each size: zccl warm-up, timed batch, one checked run (the send buffer
+ * refilled, the receive buffer poisoned, every element compared); then, with
+ * -m 1, the MPI collective's warm-up and timed batch on the same buffers.
+ * Rank 0 prints nccl-tests' columns (or HCCL's test tool's with --format hccl)
+ * and the CSV rows; the footer gives the average busbw, #wrong, the VmRSS
+ * growth over zccl's timed batches and how many ops took which path.
+ */
+#include "bench_ctx.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hccl_test_api.h"
+
+/** One printed row. */
+typedef struct bench_row {
+    size_t size;  /* bytes: the larger of send and receive */
+    size_t count; /* elements of `size` */
+    int iters;
+    double time_us;
+    double algbw;
+    double busbw;
+    uint64_t wrong;
+    int has_mpi;
+    int mpi_iters;
+    double mpi_time_us;
+    double mpi_algbw;
+    double mpi_busbw;
+} bench_row_t;
+
+static double bench_allmax(double v)
+{
+    double m = v;
+    MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return m;
+}
+
+static void bench_die_op(const bench_ctx_t *ctx, const bench_op_t *op, const char *what, int code,
+                         const char *text)
+{
+    char call[192];
+    snprintf(call, sizeof(call), "%s %s(count %llu, %s, %s, root %u)", what, ctx->coll->name,
+             (unsigned long long)op->count, bench_dtype_name(op->dtype),
+             bench_redop_name(op->redop), op->root);
+    bench_die(ctx, call, code, text);
+}
+
+/* Launch `iters` ops back to back and synchronise once; seconds, max over ranks. */
+static double bench_zccl_batch(bench_ctx_t *ctx, const bench_op_t *op, int iters)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = bench_now();
+    for (int i = 0; i < iters; i++) {
+        HcclResult r = ctx->coll->run(op, ctx->comm, ctx->stream);
+        if (r != HCCL_SUCCESS) {
+            bench_die_op(ctx, op, "launching", (int)r, HcclGetErrorString(r));
+        }
+    }
+    aclError e = aclrtSynchronizeStream(ctx->stream);
+    if (e != ACL_SUCCESS) {
+        HcclResult async = HCCL_SUCCESS;
+        (void)HcclGetCommAsyncError(ctx->comm, &async);
+        bench_die_op(ctx, op, "aclrtSynchronizeStream after", (int)e,
+                     async != HCCL_SUCCESS ? HcclGetErrorString(async) : "aclError");
+    }
+    double t = bench_now() - t0;
+    ctx->zccl_ops += (uint64_t)iters;
+    return bench_allmax(t);
+}
+
+static double bench_mpi_batch(bench_ctx_t *ctx, const bench_op_t *op, int iters)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = bench_now();
+    for (int i = 0; i < iters; i++) {
+        int rc = ctx->coll->run_mpi(op, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) {
+            bench_die_op(ctx, op, ctx->coll->mpi_name, rc, "MPI error");
+        }
+    }
+    return bench_allmax(bench_now() - t0);
+}
+
+typedef double (*bench_batch_fn)(bench_ctx_t *ctx, const bench_op_t *op, int iters);
+
+/*
+ * Warm up, and choose the timed batch's iterations: -n, or with --budget as
+ * many as fit the budget (at least 5). A batch has a fixed cost (barrier,
+ * waking the stream, one synchronisation) that a short warm-up would charge
+ * to every op, so while a batch lasts under an eighth of the budget the
+ * warm-up grows fourfold and is timed again. Every rank sees the same agreed
+ * times, so every rank picks the same count.
+ */
+static int bench_calibrate(bench_ctx_t *ctx, const bench_op_t *op, bench_batch_fn batch)
+{
+    int k = ctx->a.warmup;
+    if (k <= 0) {
+        return ctx->a.iters;
+    }
+    double t = batch(ctx, op, k);
+    if (ctx->a.budget_s <= 0.0) {
+        return ctx->a.iters;
+    }
+    while (t < ctx->a.budget_s / 8.0 && k < ctx->a.iters) {
+        k = k > ctx->a.iters / 4 ? ctx->a.iters : k * 4;
+        t = batch(ctx, op, k);
+    }
+    double fit = t > 0.0 ? ctx->a.budget_s / (t / k) : (double)ctx->a.iters;
+    int n = fit < (double)ctx->a.iters ? (int)fit : ctx->a.iters;
+    return n < 5 ? (ctx->a.iters < 5 ? ctx->a.iters : 5) : n;
+}
+
+static void bench_op_shape(const bench_ctx_t *ctx, bench_op_t *op, size_t bytes, int inplace)
+{
+    memset(op, 0, sizeof(*op));
+    op->rank = ctx->rank;
+    op->nranks = ctx->nranks;
+    op->dtype = ctx->a.dtype;
+    op->redop = (ctx->coll->flags & BENCH_REDUCES) ? ctx->a.redop : HCCL_REDUCE_SUM;
+    op->root = (uint32_t)ctx->a.root;
+    op->esize = bench_dtype_size(ctx->a.dtype);
+    ctx->coll->shape(op, bytes / op->esize, ctx->sendbuf, ctx->recvbuf, inplace);
+}
+
+static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
+{
+    const bench_coll_t *coll = ctx->coll;
+    bench_op_t op;
+    bench_op_shape(ctx, &op, bytes, ctx->a.inplace);
+    size_t elems = op.send_elems > op.recv_elems ? op.send_elems : op.recv_elems;
+    memset(row, 0, sizeof(*row));
+    row->size = elems * op.esize;
+    row->count = elems;
+    double factor = coll->bus_factor(ctx->nranks);
+
+    row->iters = bench_calibrate(ctx, &op, bench_zccl_batch);
+    long rss0 = bench_probe_rss_kb();
+    double t = bench_zccl_batch(ctx, &op, row->iters) / row->iters;
+    long rss1 = bench_probe_rss_kb();
+    if (ctx->nsizes == 0) {
+        ctx->rss_first_kb = rss1 - rss0;
+    } else {
+        ctx->rss_growth_kb += rss1 - rss0;
+    }
+    if (ctx->a.rss) {
+        long r[2] = {rss0, rss1}, m[2];
+        MPI_Reduce(r, m, 2, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (ctx->rank == 0) {
+            printf("# rss: size %zu: VmRSS %ld kB before, %ld kB after %d ops (max over ranks)\n",
+                   row->size, m[0], m[1], row->iters);
+        }
+    }
+    row->time_us = t * 1e6;
+    row->algbw = t > 0.0 ? (double)row->size / t / 1e9 : 0.0;
+    row->busbw = row->algbw * factor;
+
+    if (ctx->a.check) {
+        bench_poison_recv(&op);
+        bench_fill_send(&op);
+        (void)bench_zccl_batch(ctx, &op, 1);
+        uint64_t wrong = bench_check_recv(coll, &op);
+        MPI_Allreduce(&wrong, &row->wrong, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+        ctx->wrong += row->wrong;
+    }
+
+    if (ctx->a.mpi) {
+        bench_op_t mop;
+        bench_op_shape(ctx, &mop, bytes, 0);
+        row->mpi_iters = bench_calibrate(ctx, &mop, bench_mpi_batch);
+        double mt = bench_mpi_batch(ctx, &mop, row->mpi_iters) / row->mpi_iters;
+        row->has_mpi = 1;
+        row->mpi_time_us = mt * 1e6;
+        row->mpi_algbw = mt > 0.0 ? (double)row->size / mt / 1e9 : 0.0;
+        row->mpi_busbw = row->mpi_algbw * factor;
+    }
+}
+
+/* Before the sweep, as nccl-tests does: a few ops at the largest size and
+   warm-up's worth at the smallest, on zccl and MPI, so first-use costs
+   (page faults, peer mappings, lazily built state) land in no timed row. */
+static void bench_prewarm(bench_ctx_t *ctx)
+{
+    int big = ctx->a.warmup < 5 ? ctx->a.warmup : 5;
+    size_t sizes[2] = {ctx->a.max_bytes, ctx->a.min_bytes};
+    int iters[2] = {big > 0 ? big : 1, ctx->a.warmup > 0 ? ctx->a.warmup : 1};
+    for (int k = 0; k < 2; k++) {
+        bench_op_t op;
+        bench_op_shape(ctx, &op, sizes[k], ctx->a.inplace);
+        (void)bench_zccl_batch(ctx, &op, iters[k]);
+        if (ctx->a.mpi) {
+            bench_op_shape(ctx, &op, sizes[k], 0);
+            (void)bench_mpi_batch(ctx, &op, iters[k]);
+        }
+    }
+}
+
+static const char *bench_path_name(const bench_ctx_t *ctx)
+{
+    return ctx->a.zero_copy ? "zero-copy" : "buffered";
+}
+
+static void bench_print_header(const bench_ctx_t *ctx)
+{
+    const bench_coll_t *coll = ctx->coll;
+    const bench_args_t *a = &ctx->a;
+    /* Every rank's identity, gathered to rank 0. */
+    struct {
+        int pid;
+        int device;
+        char host[64];
+    } me, *all = NULL;
+    memset(&me, 0, sizeof(me));
+    me.pid = (int)getpid();
+    me.device = ctx->device;
+    gethostname(me.host, sizeof(me.host) - 1);
+    if (ctx->rank == 0) {
+        all = calloc((size_t)ctx->nranks, sizeof(me));
+    }
+    MPI_Gather(&me, (int)sizeof(me), MPI_BYTE, all, (int)sizeof(me), MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (ctx->rank != 0) {
+        return;
+    }
+    if (a->hccl_format) {
+        printf("the minbytes is %zu, maxbytes is %zu, iters is %d, warmup_iters is %d\n",
+               a->min_bytes, a->max_bytes, a->iters, a->warmup);
+    }
+    char root[32] = "";
+    if (coll->flags & BENCH_ROOTED) {
+        snprintf(root, sizeof(root), ", root %d", a->root);
+    }
+    printf("# zccl %s: %d ranks, %s path (%s), %s %s, %s%s, iters %d%s, warmup %d, check %s, "
+           "MPI baseline %s\n",
+           coll->tool, ctx->nranks, bench_path_name(ctx),
+           a->zero_copy ? "activated memory" : "aclrtMalloc buffers", bench_dtype_name(a->dtype),
+           (coll->flags & BENCH_REDUCES) ? bench_redop_name(a->redop) : "",
+           a->inplace ? "in place" : "out of place", root, a->iters,
+           a->budget_s > 0.0 ? " (or fewer, --budget)" : "", a->warmup, a->check ? "on" : "off",
+           a->mpi ? coll->mpi_name : "off");
+    for (int r = 0; r < ctx->nranks; r++) {
+        printf("#  Rank %2d Pid %7d on %10s device %2d\n", r, all[r].pid, all[r].host,
+               all[r].device);
+    }
+    free(all);
+    printf("# memory bound: copy bandwidth %.2f GB/s (read + write, memcpy on all %d ranks at "
+           "once); %s moves >= %s bytes -> bound busbw %.2f GB/s\n",
+           ctx->copy_bw / 1e9, ctx->nranks, coll->name, coll->traffic_text, ctx->bound_busbw);
+    if (a->hccl_format) {
+        printf("data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:%s\n",
+               a->mpi ? " | mpi_time(us): | mpi_bandwidth(GB/s):" : "");
+        return;
+    }
+    printf("#\n#%60s zccl %-9s %30s\n", "", bench_path_name(ctx), a->mpi ? coll->mpi_name : "");
+    printf("# %10s %12s %8s %6s %5s %10s %7s %7s %6s %6s%s\n", "size", "count", "type", "redop",
+           "root", "time", "algbw", "busbw", "#wrong", "%bound",
+           a->mpi ? "       time   busbw  speedup" : "");
+    printf("# %10s %12s %8s %6s %5s %10s %7s %7s %6s %6s%s\n", "(B)", "(elements)", "", "", "",
+           "(us)", "(GB/s)", "(GB/s)", "", "(%)", a->mpi ? "       (us)  (GB/s)      (x)" : "");
+    fflush(stdout);
+}
+
+static void bench_print_row(bench_ctx_t *ctx, const bench_row_t *row)
+{
+    const bench_coll_t *coll = ctx->coll;
+    double frac = ctx->bound_busbw > 0.0 ? row->busbw / ctx->bound_busbw * 100.0 : 0.0;
+    if (ctx->csv != NULL) {
+        fprintf(ctx->csv, "%s,%s,%d,%s,%d,%zu,%zu,%s,%s,%d,%d,%.3f,%.4f,%.4f,%llu,%.4f,",
+                coll->tool, coll->name, ctx->nranks, bench_path_name(ctx), ctx->a.inplace,
+                row->size, row->count, bench_dtype_name(ctx->a.dtype),
+                (coll->flags & BENCH_REDUCES) ? bench_redop_name(ctx->a.redop) : "none",
+                (coll->flags & BENCH_ROOTED) ? ctx->a.root : -1, row->iters, row->time_us,
+                row->algbw, row->busbw, (unsigned long long)row->wrong, ctx->bound_busbw);
+        if (row->has_mpi) {
+            fprintf(ctx->csv, "%d,%.3f,%.4f,%.4f\n", row->mpi_iters, row->mpi_time_us,
+                    row->mpi_algbw, row->mpi_busbw);
+        } else {
+            fprintf(ctx->csv, ",,,\n");
+        }
+        fflush(ctx->csv);
+    }
+    if (ctx->a.hccl_format) {
+        printf("%16zu %16.2f %20.5f %20s", row->size, row->time_us, row->algbw,
+               !ctx->a.check     ? "NULL"
+               : row->wrong == 0 ? "success"
+                                 : "failed");
+        if (row->has_mpi) {
+            printf(" %16.2f %20.5f", row->mpi_time_us, row->mpi_algbw);
+        }
+        printf("\n");
+        fflush(stdout);
+        return;
+    }
+    printf("  %10zu %12zu %8s %6s %5d %10.2f %7.2f %7.2f %6llu %6.1f", row->size, row->count,
+           bench_dtype_name(ctx->a.dtype),
+           (coll->flags & BENCH_REDUCES) ? bench_redop_name(ctx->a.redop) : "none",
+           (coll->flags & BENCH_ROOTED) ? ctx->a.root : -1, row->time_us, row->algbw, row->busbw,
+           (unsigned long long)row->wrong, frac);
+    if (row->has_mpi) {
+        printf(" %10.2f %7.2f %8.2f", row->mpi_time_us, row->mpi_busbw,
+               row->time_us > 0.0 ? row->mpi_time_us / row->time_us : 0.0);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+static void bench_print_footer(bench_ctx_t *ctx)
+{
+    long mine_rss[2] = {ctx->rss_first_kb, ctx->rss_growth_kb};
+    long growth[2] = {0, 0};
+    MPI_Reduce(mine_rss, growth, 2, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+    uint64_t mine[4] = {zccl_comm_zero_copy_ops(ctx->comm), zccl_comm_buffered_ops(ctx->comm),
+                        zccl_comm_staged_bytes(ctx->comm),
+                        (uint64_t)(zccl_comm_ccl_allocated(ctx->comm) != 0)};
+    uint64_t sum[4] = {0, 0, 0, 0};
+    MPI_Reduce(mine, sum, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    long rss_now = bench_probe_rss_kb();
+    if (ctx->rank != 0) {
+        return;
+    }
+    const bench_coll_t *coll = ctx->coll;
+    printf("# Out of bounds values : %llu %s\n", (unsigned long long)ctx->wrong,
+           ctx->wrong == 0 ? "OK" : "FAILED");
+    printf("# Avg bus bandwidth    : %.4f", ctx->nsizes > 0 ? ctx->busbw_sum / ctx->nsizes : 0.0);
+    if (ctx->nmpi > 0) {
+        printf("   (%s: %.4f)", coll->mpi_name, ctx->mpi_busbw_sum / ctx->nmpi);
+    }
+    printf("\n");
+    printf("# Memory bound         : %.2f GB/s busbw; zccl reaches %.1f %% of it at %zu bytes\n",
+           ctx->bound_busbw, ctx->last_fraction * 100.0, ctx->last_size);
+    printf("# VmRSS                : %+ld kB over zccl's later timed batches, %+ld kB over the "
+           "first (max over ranks); %llu zccl ops on this rank; rank 0 at %ld kB (%ld kB at "
+           "start)\n",
+           growth[1], growth[0], (unsigned long long)ctx->zccl_ops, rss_now, ctx->rss_start_kb);
+    printf("# Paths (all ranks)    : %llu zero-copy ops, %llu buffered ops, %llu bytes staged, "
+           "CCL buffer %s\n",
+           (unsigned long long)sum[0], (unsigned long long)sum[1], (unsigned long long)sum[2],
+           sum[3] == 0 ? "never created" : "created");
+    if (ctx->a.zero_copy && sum[1] != 0) {
+        printf("# WARNING: %llu ops on activated memory took the buffered path\n",
+               (unsigned long long)sum[1]);
+    }
+    fflush(stdout);
+}
+
+void bench_run_sweep(bench_ctx_t *ctx)
+{
+    const bench_coll_t *coll = ctx->coll;
+    /* The traffic model is linear in S, so the bound busbw is one number. */
+    double s_ref = 1048576.0;
+    double traffic = coll->traffic(s_ref, ctx->nranks);
+    ctx->bound_busbw =
+        traffic > 0.0 ? s_ref * ctx->copy_bw / traffic * coll->bus_factor(ctx->nranks) / 1e9 : 0.0;
+    ctx->rss_start_kb = bench_probe_rss_kb();
+    if (ctx->rank == 0 && ctx->a.csv != NULL) {
+        ctx->csv = fopen(ctx->a.csv, "w");
+        if (ctx->csv == NULL) {
+            fprintf(stderr, "%s: cannot write --csv %s\n", coll->tool, ctx->a.csv);
+        } else {
+            fprintf(ctx->csv, "tool,op,nranks,path,inplace,size,count,type,redop,root,iters,"
+                              "time_us,algbw,busbw,wrong,bound_busbw,mpi_iters,mpi_time_us,"
+                              "mpi_algbw,mpi_busbw\n");
+        }
+    }
+    bench_print_header(ctx);
+    bench_prewarm(ctx);
+    size_t bytes = ctx->a.min_bytes;
+    for (;;) {
+        bench_row_t row;
+        bench_measure(ctx, bytes, &row);
+        if (ctx->rank == 0) {
+            bench_print_row(ctx, &row);
+        }
+        ctx->busbw_sum += row.busbw;
+        ctx->nsizes++;
+        if (row.has_mpi) {
+            ctx->mpi_busbw_sum += row.mpi_busbw;
+            ctx->nmpi++;
+        }
+        ctx->last_size = row.size;
+        ctx->last_fraction = ctx->bound_busbw > 0.0 ? row.busbw / ctx->bound_busbw : 0.0;
+        size_t next = ctx->a.factor > 1.0 ? (size_t)((double)bytes * ctx->a.factor)
+                                          : bytes + ctx->a.step_bytes;
+        if (next <= bytes || next > ctx->a.max_bytes) {
+            break;
+        }
+        bytes = next;
+    }
+    bench_print_footer(ctx);
+    if (ctx->csv != NULL) {
+        fclose(ctx->csv);
+        ctx->csv = NULL;
+    }
+}
