@@ -339,9 +339,11 @@ void zt_fill(void *buf, size_t first, size_t count, const zt_pat_t *pt, int rank
 #define ZT_CHUNK 1024
 #define ZT_MAX_RANKS 64
 
-/* Integers reduce in the element's width: sums and products wrap (computed
- * in uint64_t, then truncated), max and min compare as T. */
-#define ZT_DEF_INT_REDUCE(NAME, T)                                                                 \
+/* Sums and products are computed in W, then cast back to T. Integers use
+ * W = uint64_t, so they reduce in the element's width: sums and products
+ * wrap (computed in uint64_t, then truncated). fp32 and fp64 use W = T: they
+ * reduce in their own precision, rank 0 first. Max and min compare as T. */
+#define ZT_DEF_REDUCE(NAME, T, W)                                                                  \
     static void NAME(unsigned char *out, const void *const *in, int n, size_t len, int op)         \
     {                                                                                              \
         T acc[ZT_CHUNK];                                                                           \
@@ -352,9 +354,9 @@ void zt_fill(void *buf, size_t first, size_t count, const zt_pat_t *pt, int rank
                 T v;                                                                               \
                 memcpy(&v, src + i * sizeof(T), sizeof(T));                                        \
                 if (op == HCCL_REDUCE_SUM) {                                                       \
-                    acc[i] = (T)((uint64_t)acc[i] + (uint64_t)v);                                  \
+                    acc[i] = (T)((W)acc[i] + (W)v);                                                \
                 } else if (op == HCCL_REDUCE_PROD) {                                               \
-                    acc[i] = (T)((uint64_t)acc[i] * (uint64_t)v);                                  \
+                    acc[i] = (T)((W)acc[i] * (W)v);                                                \
                 } else if (op == HCCL_REDUCE_MAX) {                                                \
                     acc[i] = v > acc[i] ? v : acc[i];                                              \
                 } else {                                                                           \
@@ -365,42 +367,16 @@ void zt_fill(void *buf, size_t first, size_t count, const zt_pat_t *pt, int rank
         memcpy(out, acc, len * sizeof(T));                                                         \
     }
 
-ZT_DEF_INT_REDUCE(zt_reduce_i8, int8_t)
-ZT_DEF_INT_REDUCE(zt_reduce_u8, uint8_t)
-ZT_DEF_INT_REDUCE(zt_reduce_i16, int16_t)
-ZT_DEF_INT_REDUCE(zt_reduce_u16, uint16_t)
-ZT_DEF_INT_REDUCE(zt_reduce_i32, int32_t)
-ZT_DEF_INT_REDUCE(zt_reduce_u32, uint32_t)
-ZT_DEF_INT_REDUCE(zt_reduce_i64, int64_t)
-ZT_DEF_INT_REDUCE(zt_reduce_u64, uint64_t)
-
-/* fp32 and fp64 reduce in their own precision, rank 0 first. */
-#define ZT_DEF_FLOAT_REDUCE(NAME, T)                                                               \
-    static void NAME(unsigned char *out, const void *const *in, int n, size_t len, int op)         \
-    {                                                                                              \
-        T acc[ZT_CHUNK];                                                                           \
-        memcpy(acc, in[0], len * sizeof(T));                                                       \
-        for (int r = 1; r < n; r++) {                                                              \
-            const unsigned char *src = in[r];                                                      \
-            for (size_t i = 0; i < len; i++) {                                                     \
-                T v;                                                                               \
-                memcpy(&v, src + i * sizeof(T), sizeof(T));                                        \
-                if (op == HCCL_REDUCE_SUM) {                                                       \
-                    acc[i] = acc[i] + v;                                                           \
-                } else if (op == HCCL_REDUCE_PROD) {                                               \
-                    acc[i] = acc[i] * v;                                                           \
-                } else if (op == HCCL_REDUCE_MAX) {                                                \
-                    acc[i] = v > acc[i] ? v : acc[i];                                              \
-                } else {                                                                           \
-                    acc[i] = v < acc[i] ? v : acc[i];                                              \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
-        memcpy(out, acc, len * sizeof(T));                                                         \
-    }
-
-ZT_DEF_FLOAT_REDUCE(zt_reduce_f32, float)
-ZT_DEF_FLOAT_REDUCE(zt_reduce_f64, double)
+ZT_DEF_REDUCE(zt_reduce_i8, int8_t, uint64_t)
+ZT_DEF_REDUCE(zt_reduce_u8, uint8_t, uint64_t)
+ZT_DEF_REDUCE(zt_reduce_i16, int16_t, uint64_t)
+ZT_DEF_REDUCE(zt_reduce_u16, uint16_t, uint64_t)
+ZT_DEF_REDUCE(zt_reduce_i32, int32_t, uint64_t)
+ZT_DEF_REDUCE(zt_reduce_u32, uint32_t, uint64_t)
+ZT_DEF_REDUCE(zt_reduce_i64, int64_t, uint64_t)
+ZT_DEF_REDUCE(zt_reduce_u64, uint64_t, uint64_t)
+ZT_DEF_REDUCE(zt_reduce_f32, float, float)
+ZT_DEF_REDUCE(zt_reduce_f64, double, double)
 
 /* fp16 / bf16: accumulate every rank in fp32, round once at the end. */
 static void zt_reduce_half(unsigned char *out, const void *const *in, int n, size_t len, int op,
@@ -687,6 +663,16 @@ void zt_report(const zt_env_t *env, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     fprintf(stderr, "[rank %d/%d] FAIL %s\n", env->rank, env->nranks, msg);
+}
+
+void zt_expect_fail(const zt_env_t *env, int line, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    zt_report(env, "line %d: %s", line, msg);
 }
 
 void zt_case_str(const zt_case_t *c, char *buf, size_t len)

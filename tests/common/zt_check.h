@@ -155,4 +155,21 @@ int zt_case_finish(zt_pending_t *pd, aclError sync_rc);
 /** Print "[rank r/n] FAIL <what>" for env, at most 50 times per process. */
 void zt_report(const zt_env_t *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/** zt_report "line <line>: <message>" (ZT_EXPECT's failure path). */
+void zt_expect_fail(const zt_env_t *env, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/** In a rank function: reports a false cond with its line (printf-style message) and counts
+ *  it in the caller's local `fails`; evaluates to the condition (1 or 0). */
+#define ZT_EXPECT(env, cond, ...)                                                                  \
+    ((cond) ? 1 : (zt_expect_fail((env), __LINE__, __VA_ARGS__), fails++, 0))
+
+/** ZT_EXPECT that call returns want (an HcclResult); reports what it returned otherwise. */
+#define ZT_EXPECT_RC(env, call, want, what)                                                        \
+    do {                                                                                           \
+        HcclResult rc_ = (call);                                                                   \
+        ZT_EXPECT(env, rc_ == (want), "%s: got %d (%s), want %d (%s)", what, (int)rc_,             \
+                  HcclGetErrorString(rc_), (int)(want), HcclGetErrorString(want));                 \
+    } while (0)
+
 #endif /* ZT_CHECK_H */

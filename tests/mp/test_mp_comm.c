@@ -46,32 +46,6 @@ static shared_t *shared_new(void)
     return sh;
 }
 
-/* Counts (in the caller's fails) and prints a failed expectation with its
- * line; evaluates to the condition. */
-#define EXPECT(env, cond, ...)                                                                     \
-    ((cond) ? 1 : (expect_fail((env), __LINE__, __VA_ARGS__), fails++, 0))
-
-static void expect_fail(const zt_env_t *env, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void expect_fail(const zt_env_t *env, int line, const char *fmt, ...)
-{
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    zt_report(env, "line %d: %s", line, msg);
-}
-
-/* A call that must return want; prints what it returned otherwise. */
-#define EXPECT_RC(env, call, want, what)                                                           \
-    do {                                                                                           \
-        HcclResult rc_ = (call);                                                                   \
-        EXPECT(env, rc_ == (want), "%s: got %d (%s), want %d (%s)", what, (int)rc_,                \
-               HcclGetErrorString(rc_), (int)(want), HcclGetErrorString(want));                    \
-    } while (0)
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -91,18 +65,18 @@ static int rank_api(int rank, int nranks, const HcclRootInfo *root, void *arg)
     int fails = 0;
     uint32_t v = 12345;
     HcclResult r = HcclGetRankSize(env.comm, &v);
-    EXPECT(&env, r == HCCL_SUCCESS && v == (uint32_t)nranks, "rank size %d %u", (int)r, v);
+    ZT_EXPECT(&env, r == HCCL_SUCCESS && v == (uint32_t)nranks, "rank size %d %u", (int)r, v);
     r = HcclGetRankId(env.comm, &v);
-    EXPECT(&env, r == HCCL_SUCCESS && v == (uint32_t)rank, "rank id %d %u", (int)r, v);
-    EXPECT_RC(&env, HcclGetRankSize(NULL, &v), HCCL_E_PTR, "NULL comm");
-    EXPECT_RC(&env, HcclGetRankSize(env.comm, NULL), HCCL_E_PTR, "NULL out");
-    EXPECT_RC(&env, HcclGetRankId(env.comm, NULL), HCCL_E_PTR, "NULL out");
-    EXPECT_RC(&env, HcclGetCommName(env.comm, NULL), HCCL_E_PTR, "NULL name");
+    ZT_EXPECT(&env, r == HCCL_SUCCESS && v == (uint32_t)rank, "rank id %d %u", (int)r, v);
+    ZT_EXPECT_RC(&env, HcclGetRankSize(NULL, &v), HCCL_E_PTR, "NULL comm");
+    ZT_EXPECT_RC(&env, HcclGetRankSize(env.comm, NULL), HCCL_E_PTR, "NULL out");
+    ZT_EXPECT_RC(&env, HcclGetRankId(env.comm, NULL), HCCL_E_PTR, "NULL out");
+    ZT_EXPECT_RC(&env, HcclGetCommName(env.comm, NULL), HCCL_E_PTR, "NULL name");
     char name[COMM_NAME_MAX_LENGTH];
     memset(name, 0x7f, sizeof(name));
     r = HcclGetCommName(env.comm, name);
-    EXPECT(&env, r == HCCL_SUCCESS && memchr(name, 0, sizeof(name)) != NULL && name[0] != 0,
-           "comm name %d", (int)r);
+    ZT_EXPECT(&env, r == HCCL_SUCCESS && memchr(name, 0, sizeof(name)) != NULL && name[0] != 0,
+              "comm name %d", (int)r);
     memcpy(sh->names[rank], name, sizeof(name));
 
     static const struct {
@@ -113,24 +87,24 @@ static int rank_api(int rank, int nranks, const HcclRootInfo *root, void *arg)
                    {(HcclResult)999, "unknown error"}, {(HcclResult)-1, "unknown error"}};
     for (size_t i = 0; i < sizeof(phrases) / sizeof(phrases[0]); i++) {
         const char *s = HcclGetErrorString(phrases[i].code);
-        EXPECT(&env, s != NULL && strcmp(s, phrases[i].text) == 0, "string of %d is '%s'",
-               (int)phrases[i].code, s ? s : "(null)");
+        ZT_EXPECT(&env, s != NULL && strcmp(s, phrases[i].text) == 0, "string of %d is '%s'",
+                  (int)phrases[i].code, s ? s : "(null)");
     }
     const char *seen[26];
     for (int c = 0; c <= 25; c++) { /* 0..24 and HCCL_E_IN_STATUS: distinct, known */
         HcclResult code = c == 25 ? HCCL_E_IN_STATUS : (HcclResult)c;
         const char *s = HcclGetErrorString(code);
         seen[c] = s;
-        EXPECT(&env, s != NULL && s[0] != 0 && strcmp(s, "unknown error") != 0,
-               "string of %d is '%s'", (int)code, s ? s : "(null)");
+        ZT_EXPECT(&env, s != NULL && s[0] != 0 && strcmp(s, "unknown error") != 0,
+                  "string of %d is '%s'", (int)code, s ? s : "(null)");
         for (int d = 0; s != NULL && d < c; d++) {
-            EXPECT(&env, seen[d] == NULL || strcmp(s, seen[d]) != 0, "codes %d and %d share '%s'",
-                   c, d, s);
+            ZT_EXPECT(&env, seen[d] == NULL || strcmp(s, seen[d]) != 0,
+                      "codes %d and %d share '%s'", c, d, s);
         }
     }
 
     /* Barrier: nobody leaves before everybody arrived (ranks arrive staggered). */
-    EXPECT_RC(&env, HcclBarrier(NULL, env.stream), HCCL_E_PTR, "NULL comm");
+    ZT_EXPECT_RC(&env, HcclBarrier(NULL, env.stream), HCCL_E_PTR, "NULL comm");
     for (int k = 0; k < 4; k++) {
         struct timespec ts = {0, 15000000L * ((rank + k) % nranks)};
         nanosleep(&ts, NULL);
@@ -138,11 +112,12 @@ static int rank_api(int rank, int nranks, const HcclRootInfo *root, void *arg)
         r = HcclBarrier(env.comm, env.stream);
         aclError e = aclrtSynchronizeStream(env.stream);
         int seen_n = atomic_load_explicit(&sh->arrived[k], memory_order_acquire);
-        EXPECT(&env, r == HCCL_SUCCESS && e == ACL_SUCCESS && seen_n == nranks,
-               "barrier %d: %d/%d, %d of %d arrived", k, (int)r, (int)e, seen_n, nranks);
+        ZT_EXPECT(&env, r == HCCL_SUCCESS && e == ACL_SUCCESS && seen_n == nranks,
+                  "barrier %d: %d/%d, %d of %d arrived", k, (int)r, (int)e, seen_n, nranks);
     }
     /* After the barriers every rank has stored its name: all the same. */
-    EXPECT(&env, strcmp(sh->names[0], name) == 0, "name '%s', rank 0 has '%s'", name, sh->names[0]);
+    ZT_EXPECT(&env, strcmp(sh->names[0], name) == 0, "name '%s', rank 0 has '%s'", name,
+              sh->names[0]);
     if (zt_env_close(&env) != 0) {
         fails++;
     }
@@ -178,14 +153,14 @@ static int rank_config(int rank, int nranks, const HcclRootInfo *root, void *arg
     HcclComm c = NULL;
     HcclCommConfig cfg;
     HcclCommConfigInit(&cfg);
-    EXPECT_RC(&env, HcclCommInitRootInfo(0, root, 0, &c), HCCL_E_PARA, "0 ranks");
-    EXPECT_RC(&env, HcclCommInitRootInfo(nranks, NULL, rank, &c), HCCL_E_PTR, "NULL argument");
-    EXPECT_RC(&env, HcclCommInitRootInfo(nranks, root, rank, NULL), HCCL_E_PTR, "NULL argument");
-    EXPECT_RC(&env, HcclCommInitRootInfoConfig(nranks, root, rank, NULL, &c), HCCL_E_PTR,
-              "NULL argument");
+    ZT_EXPECT_RC(&env, HcclCommInitRootInfo(0, root, 0, &c), HCCL_E_PARA, "0 ranks");
+    ZT_EXPECT_RC(&env, HcclCommInitRootInfo(nranks, NULL, rank, &c), HCCL_E_PTR, "NULL argument");
+    ZT_EXPECT_RC(&env, HcclCommInitRootInfo(nranks, root, rank, NULL), HCCL_E_PTR, "NULL argument");
+    ZT_EXPECT_RC(&env, HcclCommInitRootInfoConfig(nranks, root, rank, NULL, &c), HCCL_E_PTR,
+                 "NULL argument");
     cfg.magicWord = 0x12345678u;
     HcclResult r = HcclCommInitRootInfoConfig(nranks, root, rank, &cfg, &c);
-    EXPECT(&env, r == HCCL_E_PARA, "bad magic word gave %d", (int)r);
+    ZT_EXPECT(&env, r == HCCL_E_PARA, "bad magic word gave %d", (int)r);
     if (r == HCCL_SUCCESS) {
         return fails; /* the root info is used up */
     }
@@ -197,9 +172,9 @@ static int rank_config(int rank, int nranks, const HcclRootInfo *root, void *arg
         return 1;
     }
     char name[COMM_NAME_MAX_LENGTH] = "";
-    EXPECT(&env, HcclGetCommName(env.comm, name) == HCCL_SUCCESS && strcmp(name, ZT_NAME) == 0,
-           "name '%s'", name);
-    EXPECT(&env, zccl_comm_ccl_allocated(env.comm) == 0, "CCL buffer before use");
+    ZT_EXPECT(&env, HcclGetCommName(env.comm, name) == HCCL_SUCCESS && strcmp(name, ZT_NAME) == 0,
+              "name '%s'", name);
+    ZT_EXPECT(&env, zccl_comm_ccl_allocated(env.comm) == 0, "CCL buffer before use");
     const size_t big = 1000003;
     if (zt_env_arena(&env, zt_case_bytes(ZT_ALLGATHER, HCCL_DATA_TYPE_FP64, big, nranks)) != 0) {
         zt_env_close(&env);
@@ -213,7 +188,7 @@ static int rank_config(int rank, int nranks, const HcclRootInfo *root, void *arg
                     .misalign = 1,
                     .seed = 11};
     fails += zt_case_run(&env, &zc) != 0;
-    EXPECT(&env, zccl_comm_ccl_allocated(env.comm) == 0, "CCL buffer for zero-copy");
+    ZT_EXPECT(&env, zccl_comm_ccl_allocated(env.comm) == 0, "CCL buffer for zero-copy");
     zt_case_t cases[] = {
         {.coll = ZT_ALLREDUCE,
          .dtype = HCCL_DATA_TYPE_FP32,
@@ -245,10 +220,10 @@ static int rank_config(int rank, int nranks, const HcclRootInfo *root, void *arg
         fails += zt_case_run(&env, &cases[i]) != 0;
         uint64_t st = zccl_comm_staged_bytes(env.comm) - st0;
         /* At least this rank's own input went through its CCL buffer. */
-        EXPECT(&env, nranks == 1 || st >= big * zt_dtype_size(cases[i].dtype),
-               "case %zu staged %llu bytes", i, (unsigned long long)st);
+        ZT_EXPECT(&env, nranks == 1 || st >= big * zt_dtype_size(cases[i].dtype),
+                  "case %zu staged %llu bytes", i, (unsigned long long)st);
     }
-    EXPECT(&env, nranks == 1 || zccl_comm_ccl_allocated(env.comm) == 1, "no CCL buffer");
+    ZT_EXPECT(&env, nranks == 1 || zccl_comm_ccl_allocated(env.comm) == 1, "no CCL buffer");
     if (zt_env_close(&env) != 0) {
         fails++;
     }
@@ -323,7 +298,7 @@ static int rank_init_fault(int rank, int nranks, const HcclRootInfo *root, void 
         HcclCommDestroy(comm);
         fails++;
     }
-    EXPECT(&env, dt < ZT_CONNECT_S + 7.0, "fault %d: init took %.1f s", sh->fault, dt);
+    ZT_EXPECT(&env, dt < ZT_CONNECT_S + 7.0, "fault %d: init took %.1f s", sh->fault, dt);
     return fails;
 }
 
@@ -354,8 +329,8 @@ static int op_check(zt_env_t *env, void *send, void *recv, size_t count, int exp
     HcclResult r = HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
                                  env->comm, env->stream);
     aclError e = aclrtSynchronizeStream(env->stream);
-    if (!EXPECT(env, r == HCCL_SUCCESS && e == ACL_SUCCESS, "line %d: op %d / %d", line, (int)r,
-                (int)e)) {
+    if (!ZT_EXPECT(env, r == HCCL_SUCCESS && e == ACL_SUCCESS, "line %d: op %d / %d", line, (int)r,
+                   (int)e)) {
         return fails;
     }
     int32_t *want = malloc(count * sizeof(int32_t));
@@ -366,10 +341,10 @@ static int op_check(zt_env_t *env, void *send, void *recv, size_t count, int exp
     free(want);
     uint64_t st = zccl_comm_staged_bytes(env->comm);
     if (expect == 1) {
-        EXPECT(env, st == st0, "line %d: zero-copy op staged %llu bytes", line,
-               (unsigned long long)(st - st0));
+        ZT_EXPECT(env, st == st0, "line %d: zero-copy op staged %llu bytes", line,
+                  (unsigned long long)(st - st0));
     } else if (expect == 0 && env->nranks > 1) {
-        EXPECT(env, st > st0, "line %d: buffered op staged nothing", line);
+        ZT_EXPECT(env, st > st0, "line %d: buffered op staged nothing", line);
     }
     return fails;
 }
@@ -381,8 +356,8 @@ static int set_range_refused(zt_env_t *env, void *base, size_t size, size_t alig
 {
     int fails = 0;
     HcclResult r = HcclCommSetMemoryRange(env->comm, base, size, alignment, flags);
-    EXPECT(env, r == HCCL_E_PARA, "SetMemoryRange with %s: got %d (%s), want HCCL_E_PARA", what,
-           (int)r, HcclGetErrorString(r));
+    ZT_EXPECT(env, r == HCCL_E_PARA, "SetMemoryRange with %s: got %d (%s), want HCCL_E_PARA", what,
+              (int)r, HcclGetErrorString(r));
     if (r == HCCL_SUCCESS) {
         HcclCommUnsetMemoryRange(env->comm, base);
     }
@@ -405,10 +380,10 @@ static int rank_zc_rules(int rank, int nranks, const HcclRootInfo *root, void *a
     }
     char *R = z.va;
     HcclComm cm = env.comm;
-    EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R, 4 * g, 0, 0), HCCL_E_PARA, "same range again");
-    EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R + g, g, 0, 0), HCCL_E_PARA, "range in a range");
-    EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R + 3 * g, 2 * g, 0, 0), HCCL_E_PARA,
-              "range overlapping the end of a range");
+    ZT_EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R, 4 * g, 0, 0), HCCL_E_PARA, "same range again");
+    ZT_EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R + g, g, 0, 0), HCCL_E_PARA, "range in a range");
+    ZT_EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R + 3 * g, 2 * g, 0, 0), HCCL_E_PARA,
+                 "range overlapping the end of a range");
     void *S = NULL;
     if (aclrtReserveMemAddress(&S, 2 * g, 0, NULL, 0) != ACL_SUCCESS) {
         return fails + 1;
@@ -416,36 +391,40 @@ static int rank_zc_rules(int rank, int nranks, const HcclRootInfo *root, void *a
     fails += set_range_refused(&env, S, 2 * g, 4096, 0, "alignment 4096 (must be 0)");
     fails += set_range_refused(&env, S, 2 * g, 0, 1, "flags 1 (must be 0)");
     fails += set_range_refused(&env, S, 0, 0, 0, "size 0");
-    EXPECT_RC(&env, HcclCommSetMemoryRange(cm, NULL, 2 * g, 0, 0), HCCL_E_PTR, "NULL base");
-    EXPECT_RC(&env, HcclCommSetMemoryRange(NULL, S, 2 * g, 0, 0), HCCL_E_PTR, "NULL comm");
+    ZT_EXPECT_RC(&env, HcclCommSetMemoryRange(cm, NULL, 2 * g, 0, 0), HCCL_E_PTR, "NULL base");
+    ZT_EXPECT_RC(&env, HcclCommSetMemoryRange(NULL, S, 2 * g, 0, 0), HCCL_E_PTR, "NULL comm");
     aclrtDrvMemHandle hs = zt_phys_alloc(env.device, g);
     if (hs == NULL || aclrtMapMem(S, g, 0, hs, 0) != ACL_SUCCESS) {
         return fails + 1;
     }
-    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, S, g, 0, hs, 0), HCCL_E_PARA, "outside range");
-    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R + 3 * g, 2 * g, 0, z.h[3], 0), HCCL_E_PARA,
-              "block past the range's end");
-    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 64, z.h[0], 0), HCCL_E_PARA, "offset");
-    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, z.h[0], 1), HCCL_E_PARA, "flags");
-    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, NULL, 0), HCCL_E_PTR, "NULL handle");
-    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, NULL, g, 0, z.h[0], 0), HCCL_E_PTR, "NULL va");
-    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, z.h[0], 0), HCCL_SUCCESS, "activate");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, S, g, 0, hs, 0), HCCL_E_PARA,
+                 "outside range");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R + 3 * g, 2 * g, 0, z.h[3], 0), HCCL_E_PARA,
+                 "block past the range's end");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 64, z.h[0], 0), HCCL_E_PARA, "offset");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, z.h[0], 1), HCCL_E_PARA, "flags");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, NULL, 0), HCCL_E_PTR, "NULL handle");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, NULL, g, 0, z.h[0], 0), HCCL_E_PTR,
+                 "NULL va");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, z.h[0], 0), HCCL_SUCCESS,
+                 "activate");
     z.active[0] = 1;
-    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, z.h[0], 0), HCCL_E_PARA, "twice");
-    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R + g / 2, g, 0, z.h[1], 0), HCCL_E_PARA,
-              "overlapping an active block");
-    EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R + g), HCCL_E_NOT_FOUND, "never active");
-    EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R + 4096), HCCL_E_NOT_FOUND,
-              "inside an active block");
-    EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, NULL), HCCL_E_PTR, "NULL va");
-    EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R), HCCL_E_PARA, "unset with an active block");
-    EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, S), HCCL_E_NOT_FOUND, "unset a range never set");
-    EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R + g), HCCL_E_NOT_FOUND, "unset inside");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, z.h[0], 0), HCCL_E_PARA, "twice");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R + g / 2, g, 0, z.h[1], 0), HCCL_E_PARA,
+                 "overlapping an active block");
+    ZT_EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R + g), HCCL_E_NOT_FOUND, "never active");
+    ZT_EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R + 4096), HCCL_E_NOT_FOUND,
+                 "inside an active block");
+    ZT_EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, NULL), HCCL_E_PTR, "NULL va");
+    ZT_EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R), HCCL_E_PARA, "unset with an active block");
+    ZT_EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, S), HCCL_E_NOT_FOUND,
+                 "unset a range never set");
+    ZT_EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R + g), HCCL_E_NOT_FOUND, "unset inside");
 
     /* Paths: in one block (zero-copy), across two adjacent active blocks
      * (right either way), input active but output plain (buffered). */
     fails += op_check(&env, R + 4096 + 4, R + g / 2 + 4, 5000, 1, __LINE__);
-    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R + g, g, 0, z.h[1], 0), HCCL_SUCCESS, "b1");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R + g, g, 0, z.h[1], 0), HCCL_SUCCESS, "b1");
     z.active[1] = 1;
     fails += op_check(&env, R + g - 8000, R + 2 * g - 6000, 4000, -1, __LINE__);
     void *plain = NULL;
@@ -455,16 +434,16 @@ static int rank_zc_rules(int rank, int nranks, const HcclRootInfo *root, void *a
         aclrtFree(plain);
     }
 
-    EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R), HCCL_SUCCESS, "deactivate");
-    EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R), HCCL_E_NOT_FOUND, "deactivate twice");
-    EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R + g), HCCL_SUCCESS, "deactivate b1");
+    ZT_EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R), HCCL_SUCCESS, "deactivate");
+    ZT_EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R), HCCL_E_NOT_FOUND, "deactivate twice");
+    ZT_EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R + g), HCCL_SUCCESS, "deactivate b1");
     z.active[0] = z.active[1] = 0;
     /* Deactivated memory still works, buffered. */
     fails += op_check(&env, R + 4096, R + 8192, 1000, 0, __LINE__);
-    EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R), HCCL_SUCCESS, "unset");
-    EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R), HCCL_E_NOT_FOUND, "unset twice");
-    EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R, 4 * g, 0, 0), HCCL_SUCCESS, "set again");
-    EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R), HCCL_SUCCESS, "unset again");
+    ZT_EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R), HCCL_SUCCESS, "unset");
+    ZT_EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R), HCCL_E_NOT_FOUND, "unset twice");
+    ZT_EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R, 4 * g, 0, 0), HCCL_SUCCESS, "set again");
+    ZT_EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R), HCCL_SUCCESS, "unset again");
     z.range_set = 0;
     if (zt_zc_close(&z, cm) != 0 || aclrtUnmapMem(S) != ACL_SUCCESS ||
         aclrtFreePhysical(hs) != ACL_SUCCESS || aclrtReleaseMemAddress(S) != ACL_SUCCESS) {
@@ -535,16 +514,16 @@ static int rank_paths(int rank, int nranks, const HcclRootInfo *root, void *arg)
     aclError se = aclrtSynchronizeStream(env.stream);
     float *want = malloc(count * sizeof(float));
     zt_ref_allreduce(want, count, &p);
-    if (EXPECT(&env, e == ACL_SUCCESS && r == HCCL_SUCCESS && se == ACL_SUCCESS,
-               "stream order: %d %d %d", (int)e, (int)r, (int)se)) {
+    if (ZT_EXPECT(&env, e == ACL_SUCCESS && r == HCCL_SUCCESS && se == ACL_SUCCESS,
+                  "stream order: %d %d %d", (int)e, (int)r, (int)se)) {
         fails += zt_compare("stream order: output", recv, want, count, HCCL_DATA_TYPE_FP32) != 0;
     }
     /* The NULL stream is the current device's default stream (DESIGN §4). */
     memset(recv, 0, count * sizeof(float));
     r = HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, env.comm, NULL);
     se = r == HCCL_SUCCESS ? aclrtSynchronizeStream(NULL) : ACL_SUCCESS;
-    if (EXPECT(&env, r == HCCL_SUCCESS && se == ACL_SUCCESS, "NULL stream: %d %d", (int)r,
-               (int)se)) {
+    if (ZT_EXPECT(&env, r == HCCL_SUCCESS && se == ACL_SUCCESS, "NULL stream: %d %d", (int)r,
+                  (int)se)) {
         fails += zt_compare("NULL stream: output", recv, want, count, HCCL_DATA_TYPE_FP32) != 0;
     }
     free(want);

@@ -31,87 +31,10 @@
 #include "vmm_share.h"
 #include "zc/status.h"
 #include "zc/sync.h"
+#include "zt_fork.h"
 #include "zccl/vmm_ext.h"
 
-#define KID_ALARM_S 30
-#define KID_WAIT_S 30
 #define SEG 8192
-
-/* ---- tiny fork harness (as in test_mp_vmm_share.c) ------------------------------------ */
-
-typedef struct {
-    pid_t pid;
-    int sock;
-} kid_t;
-
-typedef int (*kid_fn)(int sock, void *arg);
-
-#define KCHECK(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "child %d: %s:%d: check failed: %s\n", (int)getpid(), __FILE__,        \
-                    __LINE__, #cond);                                                              \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
-
-static kid_t kid_start(kid_fn fn, void *arg)
-{
-    int sv[2];
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(sv[0]);
-        alarm(KID_ALARM_S);
-        _exit(fn(sv[1], arg));
-    }
-    close(sv[1]);
-    return (kid_t){.pid = pid, .sock = sv[0]};
-}
-
-static int kid_wait(kid_t k)
-{
-    uint64_t deadline = zc_time_ns() + (uint64_t)KID_WAIT_S * 1000000000ull;
-    int status = 0;
-    for (;;) {
-        pid_t r = waitpid(k.pid, &status, WNOHANG);
-        if (r == k.pid) {
-            break;
-        }
-        if (zc_time_ns() > deadline) {
-            kill(k.pid, SIGKILL);
-            waitpid(k.pid, &status, 0);
-            close(k.sock);
-            return -1;
-        }
-        usleep(5000);
-    }
-    close(k.sock);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-static int msg_put(int sock, const void *buf, size_t n)
-{
-    return write(sock, buf, n) == (ssize_t)n ? 0 : -1;
-}
-
-static int msg_get(int sock, void *buf, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        struct pollfd p = {.fd = sock, .events = POLLIN};
-        if (poll(&p, 1, KID_WAIT_S * 1000) != 1) {
-            return -1;
-        }
-        ssize_t r = read(sock, (char *)buf + got, n - got);
-        if (r <= 0) {
-            return -1;
-        }
-        got += (size_t)r;
-    }
-    return 0;
-}
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
@@ -196,14 +119,14 @@ static int kid_garbage(int sock, void *arg)
 {
     (void)arg;
     offer_msg_t m;
-    KCHECK(msg_get(sock, &m, sizeof(m)) == 0);
+    ZT_KCHECK(zt_msg_get(sock, &m, sizeof(m)) == 0);
     int32_t owner = zccl_broker_token_pid(m.token);
 
     char junk[100];
     memset(junk, 0xab, sizeof(junk));
-    KCHECK(raw_exchange(owner, junk, sizeof(vmm_broker_req_t)) == ZC_ERR_INVAL); /* magic */
-    KCHECK(raw_exchange(owner, junk, 3) == ZC_ERR_INVAL);                        /* truncated */
-    KCHECK(raw_exchange(owner, junk, sizeof(junk)) == ZC_ERR_INVAL);             /* oversized */
+    ZT_KCHECK(raw_exchange(owner, junk, sizeof(vmm_broker_req_t)) == ZC_ERR_INVAL); /* magic */
+    ZT_KCHECK(raw_exchange(owner, junk, 3) == ZC_ERR_INVAL);                        /* truncated */
+    ZT_KCHECK(raw_exchange(owner, junk, sizeof(junk)) == ZC_ERR_INVAL);             /* oversized */
     vmm_broker_req_t req = {.magic = VMM_BROKER_MAGIC,
                             .version = VMM_BROKER_VERSION,
                             .op = VMM_BROKER_OP_FETCH,
@@ -211,60 +134,60 @@ static int kid_garbage(int sock, void *arg)
     char big[sizeof(req) + 8];
     memcpy(big, &req, sizeof(req));
     memset(big + sizeof(req), 0, 8);
-    KCHECK(raw_exchange(owner, big, sizeof(big)) == ZC_ERR_INVAL); /* valid, plus a tail */
-    KCHECK(raw_exchange(owner, &req, sizeof(req) - 1) == ZC_ERR_INVAL);
+    ZT_KCHECK(raw_exchange(owner, big, sizeof(big)) == ZC_ERR_INVAL); /* valid, plus a tail */
+    ZT_KCHECK(raw_exchange(owner, &req, sizeof(req) - 1) == ZC_ERR_INVAL);
     vmm_broker_req_t bad = req;
     bad.magic ^= 1;
-    KCHECK(raw_exchange(owner, &bad, sizeof(bad)) == ZC_ERR_INVAL);
+    ZT_KCHECK(raw_exchange(owner, &bad, sizeof(bad)) == ZC_ERR_INVAL);
     bad = req;
     bad.version = 99;
-    KCHECK(raw_exchange(owner, &bad, sizeof(bad)) == ZC_ERR_INVAL);
+    ZT_KCHECK(raw_exchange(owner, &bad, sizeof(bad)) == ZC_ERR_INVAL);
     bad = req;
     bad.op = 7;
-    KCHECK(raw_exchange(owner, &bad, sizeof(bad)) == ZC_ERR_INVAL);
+    ZT_KCHECK(raw_exchange(owner, &bad, sizeof(bad)) == ZC_ERR_INVAL);
     bad = req;
     bad.token ^= 0x10; /* well formed, unknown offer */
-    KCHECK(raw_exchange(owner, &bad, sizeof(bad)) == ZC_ERR_NOT_FOUND);
+    ZT_KCHECK(raw_exchange(owner, &bad, sizeof(bad)) == ZC_ERR_NOT_FOUND);
     /* Hang up without a word, a few times. */
     for (int i = 0; i < 3; i++) {
         int s = raw_connect(owner);
-        KCHECK(s >= 0);
+        ZT_KCHECK(s >= 0);
         close(s);
     }
     /* The raw proper request is answered with the fd. */
     int s = raw_connect(owner);
-    KCHECK(s >= 0);
-    KCHECK(send(s, &req, sizeof(req), MSG_NOSIGNAL) == (ssize_t)sizeof(req));
+    ZT_KCHECK(s >= 0);
+    ZT_KCHECK(send(s, &req, sizeof(req), MSG_NOSIGNAL) == (ssize_t)sizeof(req));
     vmm_broker_resp_t resp;
     char ctl[CMSG_SPACE(sizeof(int))];
     struct iovec iov = {.iov_base = &resp, .iov_len = sizeof(resp)};
     struct msghdr msg = {
         .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
-    KCHECK(recvmsg(s, &msg, MSG_CMSG_CLOEXEC) == (ssize_t)sizeof(resp));
-    KCHECK(resp.status == ZC_OK && resp.size == SEG);
+    ZT_KCHECK(recvmsg(s, &msg, MSG_CMSG_CLOEXEC) == (ssize_t)sizeof(resp));
+    ZT_KCHECK(resp.status == ZC_OK && resp.size == SEG);
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    KCHECK(c != NULL && c->cmsg_type == SCM_RIGHTS);
+    ZT_KCHECK(c != NULL && c->cmsg_type == SCM_RIGHTS);
     int rfd;
     memcpy(&rfd, CMSG_DATA(c), sizeof(int));
-    KCHECK(seg_tag(rfd) == m.tag);
+    ZT_KCHECK(seg_tag(rfd) == m.tag);
     close(rfd);
     close(s);
 
     /* A silent client holds a connection: a proper fetch still completes
      * (after the broker's receive timeout at worst). */
     int silent = raw_connect(owner);
-    KCHECK(silent >= 0);
+    ZT_KCHECK(silent >= 0);
     uint64_t t0 = zc_time_ns();
     int fd = -1;
     size_t size = 0;
-    KCHECK(zccl_broker_fetch(m.token, &fd, &size) == ZC_OK);
-    KCHECK(zc_time_ns() - t0 < (uint64_t)(VMM_BROKER_SERVER_TIMEOUT_S + 2) * 1000000000ull);
-    KCHECK(size == SEG && seg_tag(fd) == m.tag);
+    ZT_KCHECK(zccl_broker_fetch(m.token, &fd, &size) == ZC_OK);
+    ZT_KCHECK(zc_time_ns() - t0 < (uint64_t)(VMM_BROKER_SERVER_TIMEOUT_S + 2) * 1000000000ull);
+    ZT_KCHECK(size == SEG && seg_tag(fd) == m.tag);
     close(fd);
     close(silent);
     /* And a proper fetch after all of it. */
-    KCHECK(zccl_broker_fetch(m.token, &fd, &size) == ZC_OK);
-    KCHECK(seg_tag(fd) == m.tag);
+    ZT_KCHECK(zccl_broker_fetch(m.token, &fd, &size) == ZC_OK);
+    ZT_KCHECK(seg_tag(fd) == m.tag);
     close(fd);
     return 0;
 }
@@ -276,13 +199,13 @@ static void test_garbage_refused(void **state)
     assert_true(fd >= 0);
     offer_msg_t m = {.tag = 'G'};
     assert_int_equal(zccl_broker_offer(fd, SEG, 0, &m.token), ZC_OK);
-    kid_t k = kid_start(kid_garbage, NULL);
-    assert_int_equal(msg_put(k.sock, &m, sizeof(m)), 0);
-    assert_int_equal(kid_wait(k), 0);
+    zt_kid_t k = zt_kid_start(kid_garbage, NULL);
+    assert_int_equal(zt_msg_put(k.sock, &m, sizeof(m)), 0);
+    assert_int_equal(zt_kid_wait(k), 0);
     /* The broker still serves a new client afterwards. */
-    kid_t k2 = kid_start(kid_garbage, NULL);
-    assert_int_equal(msg_put(k2.sock, &m, sizeof(m)), 0);
-    assert_int_equal(kid_wait(k2), 0);
+    zt_kid_t k2 = zt_kid_start(kid_garbage, NULL);
+    assert_int_equal(zt_msg_put(k2.sock, &m, sizeof(m)), 0);
+    assert_int_equal(zt_kid_wait(k2), 0);
     assert_int_equal(zccl_broker_withdraw(m.token), ZC_OK);
     close(fd);
 }
@@ -293,19 +216,19 @@ static int kid_other_uid(int sock, void *arg)
 {
     (void)arg;
     offer_msg_t m;
-    KCHECK(msg_get(sock, &m, sizeof(m)) == 0);
-    KCHECK(setgid(65534) == 0 && setuid(65534) == 0);
+    ZT_KCHECK(zt_msg_get(sock, &m, sizeof(m)) == 0);
+    ZT_KCHECK(setgid(65534) == 0 && setuid(65534) == 0);
     /* The broker refuses another uid even though the offer validates no pid... */
     vmm_broker_req_t req = {.magic = VMM_BROKER_MAGIC,
                             .version = VMM_BROKER_VERSION,
                             .op = VMM_BROKER_OP_FETCH,
                             .token = m.token};
-    KCHECK(raw_exchange(zccl_broker_token_pid(m.token), &req, sizeof(req)) == ZC_ERR_PERM);
+    ZT_KCHECK(raw_exchange(zccl_broker_token_pid(m.token), &req, sizeof(req)) == ZC_ERR_PERM);
     /* ... and a client refuses a broker that runs under another uid. */
     int fd = -1;
     size_t size = 0;
-    KCHECK(zccl_broker_fetch(m.token, &fd, &size) == ZC_ERR_PERM);
-    KCHECK(fd == -1);
+    ZT_KCHECK(zccl_broker_fetch(m.token, &fd, &size) == ZC_ERR_PERM);
+    ZT_KCHECK(fd == -1);
     return 0;
 }
 
@@ -318,9 +241,9 @@ static void test_other_uid_refused(void **state)
     int fd = seg_new('U');
     offer_msg_t m = {.tag = 'U'};
     assert_int_equal(zccl_broker_offer(fd, SEG, 0, &m.token), ZC_OK);
-    kid_t k = kid_start(kid_other_uid, NULL);
-    assert_int_equal(msg_put(k.sock, &m, sizeof(m)), 0);
-    assert_int_equal(kid_wait(k), 0);
+    zt_kid_t k = zt_kid_start(kid_other_uid, NULL);
+    assert_int_equal(zt_msg_put(k.sock, &m, sizeof(m)), 0);
+    assert_int_equal(zt_kid_wait(k), 0);
     assert_int_equal(zccl_broker_withdraw(m.token), ZC_OK);
     close(fd);
 }
@@ -336,27 +259,27 @@ static int kid_forked(int sock, void *arg)
 {
     const fork_arg_t *a = arg;
     /* Nothing of the parent's broker state is ours. */
-    KCHECK(zccl_broker_withdraw(a->parent_token) == ZC_ERR_NOT_FOUND);
+    ZT_KCHECK(zccl_broker_withdraw(a->parent_token) == ZC_ERR_NOT_FOUND);
     int32_t me = (int32_t)getpid();
-    KCHECK(zccl_broker_allow(a->parent_token, &me, 1) == ZC_ERR_NOT_FOUND);
+    ZT_KCHECK(zccl_broker_allow(a->parent_token, &me, 1) == ZC_ERR_NOT_FOUND);
     /* Our own offer runs our own broker under our pid. */
     int sfd = seg_new('C');
-    KCHECK(sfd >= 0);
+    ZT_KCHECK(sfd >= 0);
     uint64_t mine = 0;
-    KCHECK(zccl_broker_offer(sfd, SEG, 1, &mine) == ZC_OK);
-    KCHECK(zccl_broker_token_pid(mine) == me);
+    ZT_KCHECK(zccl_broker_offer(sfd, SEG, 1, &mine) == ZC_OK);
+    ZT_KCHECK(zccl_broker_token_pid(mine) == me);
     int32_t parent = (int32_t)getppid();
-    KCHECK(zccl_broker_allow(mine, &parent, 1) == ZC_OK);
-    KCHECK(msg_put(sock, &mine, sizeof(mine)) == 0);
+    ZT_KCHECK(zccl_broker_allow(mine, &parent, 1) == ZC_OK);
+    ZT_KCHECK(zt_msg_put(sock, &mine, sizeof(mine)) == 0);
     char c;
-    KCHECK(msg_get(sock, &c, 1) == 0); /* parent trusts us now */
+    ZT_KCHECK(zt_msg_get(sock, &c, 1) == 0); /* parent trusts us now */
     int fd = -1;
     size_t size = 0;
-    KCHECK(zccl_broker_fetch(a->parent_token, &fd, &size) == ZC_OK);
-    KCHECK(size == SEG && seg_tag(fd) == a->parent_tag);
+    ZT_KCHECK(zccl_broker_fetch(a->parent_token, &fd, &size) == ZC_OK);
+    ZT_KCHECK(size == SEG && seg_tag(fd) == a->parent_tag);
     close(fd);
-    KCHECK(msg_put(sock, &c, 1) == 0);
-    KCHECK(msg_get(sock, &c, 1) == 0); /* parent fetched ours */
+    ZT_KCHECK(zt_msg_put(sock, &c, 1) == 0);
+    ZT_KCHECK(zt_msg_get(sock, &c, 1) == 0); /* parent fetched ours */
     return 0;
 }
 
@@ -366,21 +289,21 @@ static void test_fork_safety(void **state)
     int pfd = seg_new('P');
     fork_arg_t a = {.parent_tag = 'P'};
     assert_int_equal(zccl_broker_offer(pfd, SEG, 1, &a.parent_token), ZC_OK);
-    kid_t k = kid_start(kid_forked, &a);
+    zt_kid_t k = zt_kid_start(kid_forked, &a);
     uint64_t kid_token = 0;
-    assert_int_equal(msg_get(k.sock, &kid_token, sizeof(kid_token)), 0);
+    assert_int_equal(zt_msg_get(k.sock, &kid_token, sizeof(kid_token)), 0);
     assert_int_equal(zccl_broker_token_pid(kid_token), k.pid);
     int fd = -1;
     size_t size = 0;
     int32_t kp = (int32_t)k.pid;
     assert_int_equal(zccl_broker_allow(a.parent_token, &kp, 1), ZC_OK);
     char c = 'g';
-    assert_int_equal(msg_put(k.sock, &c, 1), 0);
-    assert_int_equal(msg_get(k.sock, &c, 1), 0);
+    assert_int_equal(zt_msg_put(k.sock, &c, 1), 0);
+    assert_int_equal(zt_msg_get(k.sock, &c, 1), 0);
     assert_int_equal(zccl_broker_fetch(kid_token, &fd, &size), ZC_OK);
     assert_int_equal(seg_tag(fd), 'C');
-    assert_int_equal(msg_put(k.sock, &c, 1), 0);
-    assert_int_equal(kid_wait(k), 0);
+    assert_int_equal(zt_msg_put(k.sock, &c, 1), 0);
+    assert_int_equal(zt_kid_wait(k), 0);
     /* The child's memory lives on in our fd; its broker is gone. */
     assert_int_equal(seg_tag(fd), 'C');
     close(fd);
@@ -396,19 +319,19 @@ static int kid_untrusted(int sock, void *arg)
 {
     (void)arg;
     offer_msg_t m;
-    KCHECK(msg_get(sock, &m, sizeof(m)) == 0);
+    ZT_KCHECK(zt_msg_get(sock, &m, sizeof(m)) == 0);
     int fd = -1;
     size_t size = 0;
-    KCHECK(zccl_broker_fetch(m.token, &fd, &size) == ZC_ERR_PERM);
+    ZT_KCHECK(zccl_broker_fetch(m.token, &fd, &size) == ZC_ERR_PERM);
     char c = 'r';
-    KCHECK(msg_put(sock, &c, 1) == 0);
-    KCHECK(msg_get(sock, &c, 1) == 0);
-    KCHECK(zccl_broker_fetch(m.token, &fd, &size) == ZC_OK);
-    KCHECK(seg_tag(fd) == m.tag);
+    ZT_KCHECK(zt_msg_put(sock, &c, 1) == 0);
+    ZT_KCHECK(zt_msg_get(sock, &c, 1) == 0);
+    ZT_KCHECK(zccl_broker_fetch(m.token, &fd, &size) == ZC_OK);
+    ZT_KCHECK(seg_tag(fd) == m.tag);
     close(fd);
-    KCHECK(msg_put(sock, &c, 1) == 0);
-    KCHECK(msg_get(sock, &c, 1) == 0); /* withdrawn now */
-    KCHECK(zccl_broker_fetch(m.token, &fd, &size) == ZC_ERR_NOT_FOUND);
+    ZT_KCHECK(zt_msg_put(sock, &c, 1) == 0);
+    ZT_KCHECK(zt_msg_get(sock, &c, 1) == 0); /* withdrawn now */
+    ZT_KCHECK(zccl_broker_fetch(m.token, &fd, &size) == ZC_ERR_NOT_FOUND);
     return 0;
 }
 
@@ -418,17 +341,17 @@ static void test_allow_and_withdraw(void **state)
     int sfd = seg_new('A');
     offer_msg_t m = {.tag = 'A'};
     assert_int_equal(zccl_broker_offer(sfd, SEG, 1, &m.token), ZC_OK);
-    kid_t k = kid_start(kid_untrusted, NULL);
-    assert_int_equal(msg_put(k.sock, &m, sizeof(m)), 0);
+    zt_kid_t k = zt_kid_start(kid_untrusted, NULL);
+    assert_int_equal(zt_msg_put(k.sock, &m, sizeof(m)), 0);
     char c;
-    assert_int_equal(msg_get(k.sock, &c, 1), 0);
+    assert_int_equal(zt_msg_get(k.sock, &c, 1), 0);
     int32_t kp = (int32_t)k.pid;
     assert_int_equal(zccl_broker_allow(m.token, &kp, 1), ZC_OK);
-    assert_int_equal(msg_put(k.sock, &c, 1), 0);
-    assert_int_equal(msg_get(k.sock, &c, 1), 0);
+    assert_int_equal(zt_msg_put(k.sock, &c, 1), 0);
+    assert_int_equal(zt_msg_get(k.sock, &c, 1), 0);
     assert_int_equal(zccl_broker_withdraw(m.token), ZC_OK);
-    assert_int_equal(msg_put(k.sock, &c, 1), 0);
-    assert_int_equal(kid_wait(k), 0);
+    assert_int_equal(zt_msg_put(k.sock, &c, 1), 0);
+    assert_int_equal(zt_kid_wait(k), 0);
     close(sfd);
 }
 
@@ -438,12 +361,12 @@ static int kid_hammer(int sock, void *arg)
 {
     (void)arg;
     offer_msg_t m;
-    KCHECK(msg_get(sock, &m, sizeof(m)) == 0);
+    ZT_KCHECK(zt_msg_get(sock, &m, sizeof(m)) == 0);
     for (int i = 0; i < 50; i++) {
         int fd = -1;
         size_t size = 0;
-        KCHECK(zccl_broker_fetch(m.token, &fd, &size) == ZC_OK);
-        KCHECK(size == SEG && seg_tag(fd) == m.tag);
+        ZT_KCHECK(zccl_broker_fetch(m.token, &fd, &size) == ZC_OK);
+        ZT_KCHECK(size == SEG && seg_tag(fd) == m.tag);
         close(fd);
     }
     return 0;
@@ -455,15 +378,15 @@ static void test_concurrent_fetchers(void **state)
     int sfd = seg_new('H');
     offer_msg_t m = {.tag = 'H'};
     assert_int_equal(zccl_broker_offer(sfd, SEG, 0, &m.token), ZC_OK);
-    kid_t k[4];
+    zt_kid_t k[4];
     for (int i = 0; i < 4; i++) {
-        k[i] = kid_start(kid_hammer, NULL);
+        k[i] = zt_kid_start(kid_hammer, NULL);
     }
     for (int i = 0; i < 4; i++) {
-        assert_int_equal(msg_put(k[i].sock, &m, sizeof(m)), 0);
+        assert_int_equal(zt_msg_put(k[i].sock, &m, sizeof(m)), 0);
     }
     for (int i = 0; i < 4; i++) {
-        assert_int_equal(kid_wait(k[i]), 0);
+        assert_int_equal(zt_kid_wait(k[i]), 0);
     }
     assert_int_equal(zccl_broker_withdraw(m.token), ZC_OK);
     close(sfd);

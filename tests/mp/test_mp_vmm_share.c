@@ -30,87 +30,9 @@
 #include "acl/acl.h"
 #include "vmm_share.h"
 #include "zc/sync.h"
+#include "zt_fork.h"
 
 #define HUGE ((size_t)2 << 20)
-#define KID_ALARM_S 30
-#define KID_WAIT_S 30
-
-/* ---- tiny fork harness --------------------------------------------------------------- */
-
-typedef struct {
-    pid_t pid;
-    int sock;
-} kid_t;
-
-typedef int (*kid_fn)(int sock, void *arg);
-
-#define KCHECK(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "child %d: %s:%d: check failed: %s\n", (int)getpid(), __FILE__,        \
-                    __LINE__, #cond);                                                              \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
-
-static kid_t kid_start(kid_fn fn, void *arg)
-{
-    int sv[2];
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(sv[0]);
-        alarm(KID_ALARM_S);
-        _exit(fn(sv[1], arg));
-    }
-    close(sv[1]);
-    return (kid_t){.pid = pid, .sock = sv[0]};
-}
-
-/* Exit status of the kid (0 = success); kills it after KID_WAIT_S. */
-static int kid_wait(kid_t k)
-{
-    uint64_t deadline = zc_time_ns() + (uint64_t)KID_WAIT_S * 1000000000ull;
-    int status = 0;
-    for (;;) {
-        pid_t r = waitpid(k.pid, &status, WNOHANG);
-        if (r == k.pid) {
-            break;
-        }
-        if (zc_time_ns() > deadline) {
-            kill(k.pid, SIGKILL);
-            waitpid(k.pid, &status, 0);
-            close(k.sock);
-            return -1;
-        }
-        usleep(5000);
-    }
-    close(k.sock);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-static int msg_put(int sock, const void *buf, size_t n)
-{
-    return write(sock, buf, n) == (ssize_t)n ? 0 : -1;
-}
-
-static int msg_get(int sock, void *buf, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        struct pollfd p = {.fd = sock, .events = POLLIN};
-        if (poll(&p, 1, KID_WAIT_S * 1000) != 1) {
-            return -1;
-        }
-        ssize_t r = read(sock, (char *)buf + got, n - got);
-        if (r <= 0) {
-            return -1;
-        }
-        got += (size_t)r;
-    }
-    return 0;
-}
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
@@ -237,7 +159,7 @@ static int kid_import_rw(int sock, void *arg)
 {
     (void)arg;
     sh_msg_t m;
-    KCHECK(msg_get(sock, &m, sizeof(m)) == 0);
+    ZT_KCHECK(zt_msg_get(sock, &m, sizeof(m)) == 0);
     aclrtDrvMemHandle h = NULL;
     if (m.kind == SH_V2_FABRIC) {
         sh_msg_t foreign = m;
@@ -245,19 +167,19 @@ static int kid_import_rw(int sock, void *arg)
         memcpy(&f, &foreign.fab, sizeof(f));
         f.host_id ^= 0x1ull; /* exported on "another host" */
         memcpy(&foreign.fab, &f, sizeof(f));
-        KCHECK(import_sh(&foreign, &h) == ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-        KCHECK(h == NULL);
+        ZT_KCHECK(import_sh(&foreign, &h) == ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+        ZT_KCHECK(h == NULL);
     }
-    KCHECK(import_sh(&m, &h) == ACL_SUCCESS);
+    ZT_KCHECK(import_sh(&m, &h) == ACL_SUCCESS);
     char *va = map_new(h, 2 * HUGE);
-    KCHECK(va != NULL);
-    KCHECK(check(va, HUGE, 11) == 0);
+    ZT_KCHECK(va != NULL);
+    ZT_KCHECK(check(va, HUGE, 11) == 0);
     fill(va + HUGE, HUGE, 12);
     char ok = 'k';
-    KCHECK(msg_put(sock, &ok, 1) == 0);
-    KCHECK(msg_get(sock, &ok, 1) == 0);
-    KCHECK(map_drop(va) == 0);
-    KCHECK(aclrtFreePhysical(h) == ACL_SUCCESS);
+    ZT_KCHECK(zt_msg_put(sock, &ok, 1) == 0);
+    ZT_KCHECK(zt_msg_get(sock, &ok, 1) == 0);
+    ZT_KCHECK(map_drop(va) == 0);
+    ZT_KCHECK(aclrtFreePhysical(h) == ACL_SUCCESS);
     return 0;
 }
 
@@ -268,16 +190,16 @@ static void share_round_trip(sh_kind_t kind)
     char *va = map_new(h, 2 * HUGE);
     assert_non_null(va);
     fill(va, HUGE, 11);
-    kid_t k = kid_start(kid_import_rw, NULL);
+    zt_kid_t k = zt_kid_start(kid_import_rw, NULL);
     sh_msg_t m;
     assert_int_equal(export_sh(h, kind, 0, &m), ACL_SUCCESS);
     assert_int_equal(trust(&m, (int32_t)k.pid), ACL_SUCCESS);
-    assert_int_equal(msg_put(k.sock, &m, sizeof(m)), 0);
+    assert_int_equal(zt_msg_put(k.sock, &m, sizeof(m)), 0);
     char ok = 0;
-    assert_int_equal(msg_get(k.sock, &ok, 1), 0);
+    assert_int_equal(zt_msg_get(k.sock, &ok, 1), 0);
     assert_int_equal(check(va + HUGE, HUGE, 12), 0); /* the importer's writes */
-    assert_int_equal(msg_put(k.sock, &ok, 1), 0);
-    assert_int_equal(kid_wait(k), 0);
+    assert_int_equal(zt_msg_put(k.sock, &ok, 1), 0);
+    assert_int_equal(zt_kid_wait(k), 0);
     assert_int_equal(map_drop(va), 0);
     assert_int_equal(aclrtFreePhysical(h), ACL_SUCCESS);
 }
@@ -305,19 +227,19 @@ static int kid_untrusted(int sock, void *arg)
 {
     (void)arg;
     sh_msg_t m;
-    KCHECK(msg_get(sock, &m, sizeof(m)) == 0);
+    ZT_KCHECK(zt_msg_get(sock, &m, sizeof(m)) == 0);
     aclrtDrvMemHandle h = NULL;
-    KCHECK(import_sh(&m, &h) == ACL_ERROR_RT_NO_PERMISSION);
-    KCHECK(h == NULL);
+    ZT_KCHECK(import_sh(&m, &h) == ACL_ERROR_RT_NO_PERMISSION);
+    ZT_KCHECK(h == NULL);
     char c = 'r';
-    KCHECK(msg_put(sock, &c, 1) == 0);
-    KCHECK(msg_get(sock, &c, 1) == 0); /* now trusted */
-    KCHECK(import_sh(&m, &h) == ACL_SUCCESS);
+    ZT_KCHECK(zt_msg_put(sock, &c, 1) == 0);
+    ZT_KCHECK(zt_msg_get(sock, &c, 1) == 0); /* now trusted */
+    ZT_KCHECK(import_sh(&m, &h) == ACL_SUCCESS);
     char *va = map_new(h, HUGE);
-    KCHECK(va != NULL);
-    KCHECK(check(va, HUGE, 21) == 0);
-    KCHECK(map_drop(va) == 0);
-    KCHECK(aclrtFreePhysical(h) == ACL_SUCCESS);
+    ZT_KCHECK(va != NULL);
+    ZT_KCHECK(check(va, HUGE, 21) == 0);
+    ZT_KCHECK(map_drop(va) == 0);
+    ZT_KCHECK(aclrtFreePhysical(h) == ACL_SUCCESS);
     return 0;
 }
 
@@ -329,16 +251,16 @@ static void test_untrusted_refused(void **state)
         char *va = map_new(h, HUGE);
         assert_non_null(va);
         fill(va, HUGE, 21);
-        kid_t k = kid_start(kid_untrusted, NULL);
+        zt_kid_t k = zt_kid_start(kid_untrusted, NULL);
         sh_msg_t m;
         assert_int_equal(export_sh(h, (sh_kind_t)kind, 0, &m), ACL_SUCCESS);
         assert_int_equal(trust(&m, (int32_t)getpid()), ACL_SUCCESS); /* someone else */
-        assert_int_equal(msg_put(k.sock, &m, sizeof(m)), 0);
+        assert_int_equal(zt_msg_put(k.sock, &m, sizeof(m)), 0);
         char c;
-        assert_int_equal(msg_get(k.sock, &c, 1), 0);
+        assert_int_equal(zt_msg_get(k.sock, &c, 1), 0);
         assert_int_equal(trust(&m, (int32_t)k.pid), ACL_SUCCESS);
-        assert_int_equal(msg_put(k.sock, &c, 1), 0);
-        assert_int_equal(kid_wait(k), 0);
+        assert_int_equal(zt_msg_put(k.sock, &c, 1), 0);
+        assert_int_equal(zt_kid_wait(k), 0);
         assert_int_equal(map_drop(va), 0);
         assert_int_equal(aclrtFreePhysical(h), ACL_SUCCESS);
     }
@@ -349,14 +271,14 @@ static int kid_any(int sock, void *arg)
 {
     (void)arg;
     sh_msg_t m;
-    KCHECK(msg_get(sock, &m, sizeof(m)) == 0);
+    ZT_KCHECK(zt_msg_get(sock, &m, sizeof(m)) == 0);
     aclrtDrvMemHandle h = NULL;
-    KCHECK(import_sh(&m, &h) == ACL_SUCCESS);
+    ZT_KCHECK(import_sh(&m, &h) == ACL_SUCCESS);
     char *va = map_new(h, HUGE);
-    KCHECK(va != NULL);
-    KCHECK(check(va, HUGE, 31) == 0);
-    KCHECK(map_drop(va) == 0);
-    KCHECK(aclrtFreePhysical(h) == ACL_SUCCESS);
+    ZT_KCHECK(va != NULL);
+    ZT_KCHECK(check(va, HUGE, 31) == 0);
+    ZT_KCHECK(map_drop(va) == 0);
+    ZT_KCHECK(aclrtFreePhysical(h) == ACL_SUCCESS);
     return 0;
 }
 
@@ -372,13 +294,13 @@ static void test_disable_pid_validation(void **state)
         assert_int_equal(
             export_sh(h, (sh_kind_t)kind, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION, &m),
             ACL_SUCCESS);
-        kid_t k[3];
+        zt_kid_t k[3];
         for (int i = 0; i < 3; i++) {
-            k[i] = kid_start(kid_any, NULL);
-            assert_int_equal(msg_put(k[i].sock, &m, sizeof(m)), 0);
+            k[i] = zt_kid_start(kid_any, NULL);
+            assert_int_equal(zt_msg_put(k[i].sock, &m, sizeof(m)), 0);
         }
         for (int i = 0; i < 3; i++) {
-            assert_int_equal(kid_wait(k[i]), 0);
+            assert_int_equal(zt_kid_wait(k[i]), 0);
         }
         assert_int_equal(map_drop(va), 0);
         assert_int_equal(aclrtFreePhysical(h), ACL_SUCCESS);
@@ -396,54 +318,54 @@ static int kid_export_then_leave(int sock, void *arg)
     int32_t parent = (int32_t)getppid();
     if (!ipc) {
         aclrtDrvMemHandle h = phys_new(HUGE);
-        KCHECK(h != NULL);
+        ZT_KCHECK(h != NULL);
         char *va = map_new(h, HUGE);
-        KCHECK(va != NULL);
+        ZT_KCHECK(va != NULL);
         fill(va, HUGE, 41);
-        KCHECK(map_drop(va) == 0);
+        ZT_KCHECK(map_drop(va) == 0);
         sh_msg_t m;
-        KCHECK(export_sh(h, SH_V1, 0, &m) == ACL_SUCCESS);
-        KCHECK(trust(&m, parent) == ACL_SUCCESS);
-        KCHECK(msg_put(sock, &m, sizeof(m)) == 0);
-        KCHECK(msg_get(sock, &c, 1) == 0); /* imported */
-        KCHECK(aclrtFreePhysical(h) == ACL_SUCCESS);
+        ZT_KCHECK(export_sh(h, SH_V1, 0, &m) == ACL_SUCCESS);
+        ZT_KCHECK(trust(&m, parent) == ACL_SUCCESS);
+        ZT_KCHECK(zt_msg_put(sock, &m, sizeof(m)) == 0);
+        ZT_KCHECK(zt_msg_get(sock, &c, 1) == 0); /* imported */
+        ZT_KCHECK(aclrtFreePhysical(h) == ACL_SUCCESS);
     } else {
         void *dev = NULL;
-        KCHECK(aclrtMalloc(&dev, 4 * 4096, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS);
+        ZT_KCHECK(aclrtMalloc(&dev, 4 * 4096, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS);
         fill(dev, 4 * 4096, 41);
         char key[ACL_IPC_MEM_KEY_LEN];
-        KCHECK(aclrtIpcMemGetExportKey(dev, 4 * 4096, key, sizeof(key), 0) == ACL_SUCCESS);
-        KCHECK(aclrtIpcMemSetImportPid(key, &parent, 1) == ACL_SUCCESS);
-        KCHECK(msg_put(sock, key, sizeof(key)) == 0);
-        KCHECK(msg_get(sock, &c, 1) == 0); /* imported */
-        KCHECK(aclrtIpcMemClose(key) == ACL_SUCCESS);
-        KCHECK(aclrtFree(dev) == ACL_SUCCESS);
+        ZT_KCHECK(aclrtIpcMemGetExportKey(dev, 4 * 4096, key, sizeof(key), 0) == ACL_SUCCESS);
+        ZT_KCHECK(aclrtIpcMemSetImportPid(key, &parent, 1) == ACL_SUCCESS);
+        ZT_KCHECK(zt_msg_put(sock, key, sizeof(key)) == 0);
+        ZT_KCHECK(zt_msg_get(sock, &c, 1) == 0); /* imported */
+        ZT_KCHECK(aclrtIpcMemClose(key) == ACL_SUCCESS);
+        ZT_KCHECK(aclrtFree(dev) == ACL_SUCCESS);
     }
-    KCHECK(msg_put(sock, &c, 1) == 0); /* freed */
-    KCHECK(msg_get(sock, &c, 1) == 0); /* leave */
+    ZT_KCHECK(zt_msg_put(sock, &c, 1) == 0); /* freed */
+    ZT_KCHECK(zt_msg_get(sock, &c, 1) == 0); /* leave */
     return 0;
 }
 
 static void test_import_outlives_exporter(void **state)
 {
     (void)state;
-    kid_t k = kid_start(kid_export_then_leave, NULL);
+    zt_kid_t k = zt_kid_start(kid_export_then_leave, NULL);
     sh_msg_t m;
-    assert_int_equal(msg_get(k.sock, &m, sizeof(m)), 0);
+    assert_int_equal(zt_msg_get(k.sock, &m, sizeof(m)), 0);
     aclrtDrvMemHandle h = NULL;
     assert_int_equal(import_sh(&m, &h), ACL_SUCCESS);
     char *va = map_new(h, HUGE);
     assert_non_null(va);
     assert_int_equal(check(va, HUGE, 41), 0);
     char c = 'i';
-    assert_int_equal(msg_put(k.sock, &c, 1), 0);
-    assert_int_equal(msg_get(k.sock, &c, 1), 0); /* the exporter freed its handle */
+    assert_int_equal(zt_msg_put(k.sock, &c, 1), 0);
+    assert_int_equal(zt_msg_get(k.sock, &c, 1), 0); /* the exporter freed its handle */
     assert_int_equal(check(va, HUGE, 41), 0);
     aclrtDrvMemHandle again = NULL;
     assert_int_equal(import_sh(&m, &again), ACL_ERROR_RT_IPC_ERROR); /* withdrawn */
     assert_null(again);
-    assert_int_equal(msg_put(k.sock, &c, 1), 0);
-    assert_int_equal(kid_wait(k), 0); /* the exporter is gone */
+    assert_int_equal(zt_msg_put(k.sock, &c, 1), 0);
+    assert_int_equal(zt_kid_wait(k), 0); /* the exporter is gone */
     assert_int_equal(check(va, HUGE, 41), 0);
     fill(va, HUGE, 42);
     assert_int_equal(check(va, HUGE, 42), 0);
@@ -477,28 +399,28 @@ static int kid_key(int sock, void *arg)
 {
     (void)arg;
     key_msg_t m;
-    KCHECK(msg_get(sock, &m, sizeof(m)) == 0);
+    ZT_KCHECK(zt_msg_get(sock, &m, sizeof(m)) == 0);
     void *p = NULL;
     char c = 'r';
     if (m.expect != ACL_SUCCESS) {
-        KCHECK(aclrtIpcMemImportByKey(&p, m.key, 0) == m.expect);
-        KCHECK(p == NULL);
-        KCHECK(msg_put(sock, &c, 1) == 0);
-        KCHECK(msg_get(sock, &c, 1) == 0); /* now trusted */
+        ZT_KCHECK(aclrtIpcMemImportByKey(&p, m.key, 0) == m.expect);
+        ZT_KCHECK(p == NULL);
+        ZT_KCHECK(zt_msg_put(sock, &c, 1) == 0);
+        ZT_KCHECK(zt_msg_get(sock, &c, 1) == 0); /* now trusted */
     }
-    KCHECK(aclrtIpcMemImportByKey(&p, m.key, ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS) ==
-           ACL_SUCCESS);
-    KCHECK(p != NULL);
-    KCHECK(check(p, m.bytes, m.seed) == 0);
+    ZT_KCHECK(aclrtIpcMemImportByKey(&p, m.key, ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS) ==
+              ACL_SUCCESS);
+    ZT_KCHECK(p != NULL);
+    ZT_KCHECK(check(p, m.bytes, m.seed) == 0);
     void *q = NULL;
-    KCHECK(aclrtIpcMemImportByKey(&q, m.key, 0) == ACL_SUCCESS); /* same key: same address */
-    KCHECK(q == p);
+    ZT_KCHECK(aclrtIpcMemImportByKey(&q, m.key, 0) == ACL_SUCCESS); /* same key: same address */
+    ZT_KCHECK(q == p);
     fill(p, m.bytes, m.seed + 1);
-    KCHECK(aclrtIpcMemClose(m.key) == ACL_SUCCESS);
-    KCHECK(check(q, m.bytes, m.seed + 1) == 0); /* one import left */
-    KCHECK(aclrtIpcMemClose(m.key) == ACL_SUCCESS);
-    KCHECK(aclrtIpcMemClose(m.key) == ACL_ERROR_INVALID_PARAM);
-    KCHECK(msg_put(sock, &c, 1) == 0);
+    ZT_KCHECK(aclrtIpcMemClose(m.key) == ACL_SUCCESS);
+    ZT_KCHECK(check(q, m.bytes, m.seed + 1) == 0); /* one import left */
+    ZT_KCHECK(aclrtIpcMemClose(m.key) == ACL_SUCCESS);
+    ZT_KCHECK(aclrtIpcMemClose(m.key) == ACL_ERROR_INVALID_PARAM);
+    ZT_KCHECK(zt_msg_put(sock, &c, 1) == 0);
     return 0;
 }
 
@@ -506,7 +428,7 @@ static int kid_key(int sock, void *arg)
 static void key_round_trip(char *p, size_t bytes, uint32_t seed, int mode)
 {
     fill(p, bytes, seed);
-    kid_t k = kid_start(kid_key, NULL);
+    zt_kid_t k = zt_kid_start(kid_key, NULL);
     key_msg_t m;
     memset(&m, 0, sizeof(m));
     m.seed = seed;
@@ -518,16 +440,16 @@ static void key_round_trip(char *p, size_t bytes, uint32_t seed, int mode)
         assert_int_equal(aclrtIpcMemSetImportPid(m.key, &kp, 1), ACL_SUCCESS);
     }
     m.expect = mode == 1 ? ACL_ERROR_RT_NO_PERMISSION : ACL_SUCCESS;
-    assert_int_equal(msg_put(k.sock, &m, sizeof(m)), 0);
+    assert_int_equal(zt_msg_put(k.sock, &m, sizeof(m)), 0);
     char c;
     if (mode == 1) {
-        assert_int_equal(msg_get(k.sock, &c, 1), 0);
+        assert_int_equal(zt_msg_get(k.sock, &c, 1), 0);
         assert_int_equal(aclrtIpcMemSetImportPid(m.key, &kp, 1), ACL_SUCCESS);
-        assert_int_equal(msg_put(k.sock, &c, 1), 0);
+        assert_int_equal(zt_msg_put(k.sock, &c, 1), 0);
     }
-    assert_int_equal(msg_get(k.sock, &c, 1), 0);
+    assert_int_equal(zt_msg_get(k.sock, &c, 1), 0);
     assert_int_equal(check(p, bytes, seed + 1), 0); /* the importer's writes */
-    assert_int_equal(kid_wait(k), 0);
+    assert_int_equal(zt_kid_wait(k), 0);
     assert_int_equal(aclrtIpcMemClose(m.key), ACL_SUCCESS);
 }
 
@@ -558,15 +480,15 @@ static void test_ipc_key_vmm(void **state)
 static void test_ipc_key_outlives_exporter(void **state)
 {
     (void)state;
-    kid_t k = kid_start(kid_export_then_leave, (void *)1);
+    zt_kid_t k = zt_kid_start(kid_export_then_leave, (void *)1);
     char key[ACL_IPC_MEM_KEY_LEN];
-    assert_int_equal(msg_get(k.sock, key, sizeof(key)), 0);
+    assert_int_equal(zt_msg_get(k.sock, key, sizeof(key)), 0);
     void *p = NULL;
     assert_int_equal(aclrtIpcMemImportByKey(&p, key, 0), ACL_SUCCESS);
     assert_int_equal(check(p, 4 * 4096, 41), 0);
     char c = 'i';
-    assert_int_equal(msg_put(k.sock, &c, 1), 0);
-    assert_int_equal(msg_get(k.sock, &c, 1), 0); /* closed and freed by the exporter */
+    assert_int_equal(zt_msg_put(k.sock, &c, 1), 0);
+    assert_int_equal(zt_msg_get(k.sock, &c, 1), 0); /* closed and freed by the exporter */
     assert_int_equal(check(p, 4 * 4096, 41), 0);
     assert_int_equal(aclrtIpcMemClose(key), ACL_SUCCESS);
     void *q = NULL;
@@ -574,16 +496,16 @@ static void test_ipc_key_outlives_exporter(void **state)
     assert_int_equal(aclrtIpcMemImportByKey(&q, key, 0), ACL_ERROR_RT_IPC_ERROR);
     assert_null(q);
     /* Now keep an import open across the exporter's exit. */
-    assert_int_equal(msg_put(k.sock, &c, 1), 0);
-    assert_int_equal(kid_wait(k), 0);
+    assert_int_equal(zt_msg_put(k.sock, &c, 1), 0);
+    assert_int_equal(zt_kid_wait(k), 0);
 
-    kid_t k2 = kid_start(kid_export_then_leave, (void *)1);
-    assert_int_equal(msg_get(k2.sock, key, sizeof(key)), 0);
+    zt_kid_t k2 = zt_kid_start(kid_export_then_leave, (void *)1);
+    assert_int_equal(zt_msg_get(k2.sock, key, sizeof(key)), 0);
     assert_int_equal(aclrtIpcMemImportByKey(&p, key, 0), ACL_SUCCESS);
-    assert_int_equal(msg_put(k2.sock, &c, 1), 0);
-    assert_int_equal(msg_get(k2.sock, &c, 1), 0);
-    assert_int_equal(msg_put(k2.sock, &c, 1), 0);
-    assert_int_equal(kid_wait(k2), 0); /* exporter exited */
+    assert_int_equal(zt_msg_put(k2.sock, &c, 1), 0);
+    assert_int_equal(zt_msg_get(k2.sock, &c, 1), 0);
+    assert_int_equal(zt_msg_put(k2.sock, &c, 1), 0);
+    assert_int_equal(zt_kid_wait(k2), 0); /* exporter exited */
     assert_int_equal(check(p, 4 * 4096, 41), 0);
     fill(p, 4 * 4096, 43);
     assert_int_equal(check(p, 4 * 4096, 43), 0);

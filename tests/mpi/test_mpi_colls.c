@@ -9,9 +9,10 @@
  * and thread tests run them). The CCL buffer keeps its default size here
  * (the mp tests shrink it).
  *
- * MPI is used only as real programs use it with HCCL: MPI_Bcast of the root
- * info from rank 0, plus one MPI_Allreduce of each test's failure count, so
- * every rank asserts the same global result and cmocka's flow stays in step.
+ * MPI is used only as real programs use it with HCCL (the bootstrap of
+ * tests/common/zt_mpi_main.h): MPI_Bcast of the root info from rank 0, plus
+ * one MPI_Allreduce of each test's failure count, so every rank asserts the
+ * same global result and cmocka's flow stays in step.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,52 +20,26 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <mpi.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "zt_coll_p2p.h"
 #include "zt_coll_scen.h"
+#include "zt_mpi_main.h"
 
 #define ZT_BIG 300001
 #define ZT_SEED 0x3b1c011ull
-
-static int g_rank;
-static int g_size;
-
-/* Rank 0 makes a root info; MPI_Bcast hands it to every rank. */
-static void bcast_root(HcclRootInfo *root)
-{
-    memset(root, 0, sizeof(*root));
-    if (g_rank == 0 && HcclGetRootInfo(root) != HCCL_SUCCESS) {
-        /* Broadcast the zeroed root info anyway: the other ranks fail their
-         * init instead of waiting here for ever. */
-        memset(root, 0, sizeof(*root));
-    }
-    MPI_Bcast(root, (int)sizeof(*root), MPI_BYTE, 0, MPI_COMM_WORLD);
-}
-
-/* Failures summed over all ranks: the same value on every rank. */
-static int global_fails(int local)
-{
-    int sum = 0;
-    MPI_Allreduce(&local, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    return sum;
-}
 
 /* Open a rank environment on a fresh root info, run body, close. */
 static int with_env(zt_cc_body_fn body, const void *arg)
 {
     HcclRootInfo root;
-    bcast_root(&root);
+    zt_mpi_bcast_root(&root);
     zt_cc_job_t job = {body, arg};
-    return zt_cc_rank_job(g_rank, g_size, &root, &job);
+    return zt_cc_rank_job(zt_mpi_rank, zt_mpi_size, &root, &job);
 }
 
 static int body_matrix(zt_env_t *env, const void *arg)
 {
     (void)arg;
-    zt_ccmatrix_t m = {ZT_SEED + (uint64_t)g_size, ZT_BIG, 1};
+    zt_ccmatrix_t m = {ZT_SEED + (uint64_t)zt_mpi_size, ZT_BIG, 1};
     return zt_cc_matrix_run(env, &m);
 }
 
@@ -106,14 +81,14 @@ static int body_p2p_badargs(zt_env_t *env, const void *arg)
 static void test_matrix(void **state)
 {
     (void)state;
-    assert_int_equal(global_fails(with_env(body_matrix, NULL)), 0);
+    assert_int_equal(zt_mpi_global_fails(with_env(body_matrix, NULL)), 0);
 }
 
 static void test_mismatch(void **state)
 {
     (void)state;
     zt_ccmismatch_t mm = {ZT_SEED ^ 0x3153ull, -1, 0};
-    assert_int_equal(global_fails(with_env(body_mismatch, &mm)), 0);
+    assert_int_equal(zt_mpi_global_fails(with_env(body_mismatch, &mm)), 0);
 }
 
 /* V count arrays that disagree: a fresh communicator per collective and path. */
@@ -129,53 +104,47 @@ static void test_mismatch_counts(void **state)
             fails += with_env(body_mismatch, &mm);
         }
     }
-    assert_int_equal(global_fails(fails), 0);
+    assert_int_equal(zt_mpi_global_fails(fails), 0);
 }
 
 static void test_badargs(void **state)
 {
     (void)state;
-    assert_int_equal(global_fails(with_env(body_badargs, NULL)), 0);
+    assert_int_equal(zt_mpi_global_fails(with_env(body_badargs, NULL)), 0);
 }
 
 static void test_p2p_ring(void **state)
 {
     (void)state;
-    assert_int_equal(global_fails(with_env(body_ring, NULL)), 0);
+    assert_int_equal(zt_mpi_global_fails(with_env(body_ring, NULL)), 0);
 }
 
 static void test_p2p_batch_alltoall(void **state)
 {
     (void)state;
-    assert_int_equal(global_fails(with_env(body_a2a, NULL)), 0);
+    assert_int_equal(zt_mpi_global_fails(with_env(body_a2a, NULL)), 0);
 }
 
 static void test_p2p_mismatch(void **state)
 {
     (void)state;
-    assert_int_equal(global_fails(with_env(body_p2p_mismatch, NULL)), 0);
+    assert_int_equal(zt_mpi_global_fails(with_env(body_p2p_mismatch, NULL)), 0);
 }
 
 static void test_p2p_badargs(void **state)
 {
     (void)state;
-    assert_int_equal(global_fails(with_env(body_p2p_badargs, NULL)), 0);
+    assert_int_equal(zt_mpi_global_fails(with_env(body_p2p_badargs, NULL)), 0);
 }
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-    setenv("HCCL_EXEC_TIMEOUT", "60", 0);
-    setenv("HCCL_CONNECT_TIMEOUT", "60", 0);
+    zt_mpi_init(&argc, &argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matrix),          cmocka_unit_test(test_mismatch),
         cmocka_unit_test(test_mismatch_counts), cmocka_unit_test(test_badargs),
         cmocka_unit_test(test_p2p_ring),        cmocka_unit_test(test_p2p_batch_alltoall),
         cmocka_unit_test(test_p2p_mismatch),    cmocka_unit_test(test_p2p_badargs),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    MPI_Finalize();
-    return rc;
+    return zt_mpi_finish(cmocka_run_group_tests(tests, NULL, NULL));
 }

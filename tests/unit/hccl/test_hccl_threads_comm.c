@@ -31,32 +31,6 @@ typedef struct {
     char names[8][COMM_NAME_MAX_LENGTH];
 } shared_t;
 
-/* Counts (in the caller's fails) and prints a failed expectation with its
- * line; evaluates to the condition. */
-#define EXPECT(env, cond, ...)                                                                     \
-    ((cond) ? 1 : (expect_fail((env), __LINE__, __VA_ARGS__), fails++, 0))
-
-static void expect_fail(const zt_env_t *env, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void expect_fail(const zt_env_t *env, int line, const char *fmt, ...)
-{
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    zt_report(env, "line %d: %s", line, msg);
-}
-
-/* A call that must return want; prints what it returned otherwise. */
-#define EXPECT_RC(env, call, want, what)                                                           \
-    do {                                                                                           \
-        HcclResult rc_ = (call);                                                                   \
-        EXPECT(env, rc_ == (want), "%s: got %d (%s), want %d (%s)", what, (int)rc_,                \
-               HcclGetErrorString(rc_), (int)(want), HcclGetErrorString(want));                    \
-    } while (0)
-
 static int rank_api(int rank, int nranks, const HcclRootInfo *root, void *arg)
 {
     shared_t *sh = arg;
@@ -67,12 +41,12 @@ static int rank_api(int rank, int nranks, const HcclRootInfo *root, void *arg)
     int fails = 0;
     uint32_t v = 12345;
     HcclResult r = HcclGetRankSize(env.comm, &v);
-    EXPECT(&env, r == HCCL_SUCCESS && v == (uint32_t)nranks, "rank size %d %u", (int)r, v);
+    ZT_EXPECT(&env, r == HCCL_SUCCESS && v == (uint32_t)nranks, "rank size %d %u", (int)r, v);
     r = HcclGetRankId(env.comm, &v);
-    EXPECT(&env, r == HCCL_SUCCESS && v == (uint32_t)rank, "rank id %d %u", (int)r, v);
+    ZT_EXPECT(&env, r == HCCL_SUCCESS && v == (uint32_t)rank, "rank id %d %u", (int)r, v);
     char name[COMM_NAME_MAX_LENGTH] = "";
     r = HcclGetCommName(env.comm, name);
-    EXPECT(&env, r == HCCL_SUCCESS && name[0] != 0, "comm name %d", (int)r);
+    ZT_EXPECT(&env, r == HCCL_SUCCESS && name[0] != 0, "comm name %d", (int)r);
     memcpy(sh->names[rank], name, sizeof(name));
     for (int k = 0; k < 4; k++) {
         struct timespec ts = {0, 15000000L * ((rank + k) % nranks)};
@@ -81,10 +55,11 @@ static int rank_api(int rank, int nranks, const HcclRootInfo *root, void *arg)
         r = HcclBarrier(env.comm, env.stream);
         aclError e = aclrtSynchronizeStream(env.stream);
         int seen = atomic_load_explicit(&sh->arrived[k], memory_order_acquire);
-        EXPECT(&env, r == HCCL_SUCCESS && e == ACL_SUCCESS && seen == nranks,
-               "barrier %d: %d/%d, %d of %d arrived", k, (int)r, (int)e, seen, nranks);
+        ZT_EXPECT(&env, r == HCCL_SUCCESS && e == ACL_SUCCESS && seen == nranks,
+                  "barrier %d: %d/%d, %d of %d arrived", k, (int)r, (int)e, seen, nranks);
     }
-    EXPECT(&env, strcmp(sh->names[0], name) == 0, "name '%s', rank 0 has '%s'", name, sh->names[0]);
+    ZT_EXPECT(&env, strcmp(sh->names[0], name) == 0, "name '%s', rank 0 has '%s'", name,
+              sh->names[0]);
     if (zt_env_close(&env) != 0) {
         fails++;
     }
@@ -116,9 +91,9 @@ static int rank_config(int rank, int nranks, const HcclRootInfo *root, void *arg
     }
     int fails = 0;
     char name[COMM_NAME_MAX_LENGTH] = "";
-    EXPECT(&env, HcclGetCommName(env.comm, name) == HCCL_SUCCESS && strcmp(name, ZT_NAME) == 0,
-           "name '%s'", name);
-    EXPECT(&env, zccl_comm_ccl_allocated(env.comm) == 0, "CCL buffer before use");
+    ZT_EXPECT(&env, HcclGetCommName(env.comm, name) == HCCL_SUCCESS && strcmp(name, ZT_NAME) == 0,
+              "name '%s'", name);
+    ZT_EXPECT(&env, zccl_comm_ccl_allocated(env.comm) == 0, "CCL buffer before use");
     const size_t big = 1000003;
     if (zt_env_arena(&env, zt_case_bytes(ZT_ALLGATHER, HCCL_DATA_TYPE_INT64, big, nranks)) != 0) {
         zt_env_close(&env);
@@ -158,11 +133,11 @@ static int rank_config(int rank, int nranks, const HcclRootInfo *root, void *arg
          .seed = 45},
     };
     fails += zt_case_run(&env, &cases[0]) != 0;
-    EXPECT(&env, zccl_comm_ccl_allocated(env.comm) == 0, "CCL buffer for a zero-copy op");
+    ZT_EXPECT(&env, zccl_comm_ccl_allocated(env.comm) == 0, "CCL buffer for a zero-copy op");
     for (size_t i = 1; i < sizeof(cases) / sizeof(cases[0]); i++) {
         fails += zt_case_run(&env, &cases[i]) != 0;
     }
-    EXPECT(&env, nranks == 1 || zccl_comm_ccl_allocated(env.comm) == 1, "no CCL buffer");
+    ZT_EXPECT(&env, nranks == 1 || zccl_comm_ccl_allocated(env.comm) == 1, "no CCL buffer");
     /* One rank's buffers activated, the others' not: buffered everywhere. */
     for (int coll = ZT_ALLREDUCE; coll <= ZT_ALLGATHER; coll++) {
         zt_case_t c = {.coll = coll,
@@ -207,13 +182,13 @@ static int rank_zc_rules(int rank, int nranks, const HcclRootInfo *root, void *a
     }
     char *R = z.va;
     HcclComm cm = env.comm;
-    EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R, 2 * g, 0, 0), HCCL_E_PARA, "same range");
-    EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R + g, g, 0, 0), HCCL_E_PARA, "range in range");
-    EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R), HCCL_E_NOT_FOUND, "never active");
-    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, z.h[0], 0), HCCL_SUCCESS, "b0");
+    ZT_EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R, 2 * g, 0, 0), HCCL_E_PARA, "same range");
+    ZT_EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R + g, g, 0, 0), HCCL_E_PARA, "range in range");
+    ZT_EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R), HCCL_E_NOT_FOUND, "never active");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, z.h[0], 0), HCCL_SUCCESS, "b0");
     z.active[0] = 1;
-    EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, z.h[0], 0), HCCL_E_PARA, "twice");
-    EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R), HCCL_E_PARA, "unset with an active block");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, z.h[0], 0), HCCL_E_PARA, "twice");
+    ZT_EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R), HCCL_E_PARA, "unset with an active block");
     /* Block 0 active, block 1 not: buffers only in block 0 run zero-copy. */
     zt_pat_t p = {HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, ZT_FILL_EXACT, nranks, 47};
     const size_t count = 3001;
@@ -229,15 +204,16 @@ static int rank_zc_rules(int rank, int nranks, const HcclRootInfo *root, void *a
         HcclResult r =
             HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, cm, env.stream);
         aclError e = aclrtSynchronizeStream(env.stream);
-        EXPECT(&env, r == HCCL_SUCCESS && e == ACL_SUCCESS, "op %d: %d %d", blk, (int)r, (int)e);
+        ZT_EXPECT(&env, r == HCCL_SUCCESS && e == ACL_SUCCESS, "op %d: %d %d", blk, (int)r, (int)e);
         zt_ref_allreduce(want, count, &p);
         fails += zt_compare("zc rules: output", recv, want, count, HCCL_DATA_TYPE_FP32) != 0;
         uint64_t st = zccl_comm_staged_bytes(cm);
-        EXPECT(&env, blk == 0 ? st == st0 : (nranks == 1 || st > st0), "op %d: staged %llu -> %llu",
-               blk, (unsigned long long)st0, (unsigned long long)st);
+        ZT_EXPECT(&env, blk == 0 ? st == st0 : (nranks == 1 || st > st0),
+                  "op %d: staged %llu -> %llu", blk, (unsigned long long)st0,
+                  (unsigned long long)st);
     }
     free(want);
-    EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R), HCCL_SUCCESS, "deactivate");
+    ZT_EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R), HCCL_SUCCESS, "deactivate");
     z.active[0] = 0;
     if (zt_zc_close(&z, cm) != 0) {
         fails++;

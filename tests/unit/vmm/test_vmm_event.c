@@ -15,6 +15,7 @@
 
 #include "acl/acl.h"
 #include "zccl/vmm_ext.h"
+#include "zt_logcount.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,44 +26,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- one-log-line checks ------------------------------------------------------------- */
-
-static char lg_path[256];
-
-static long lg_mark(void)
-{
-    struct stat st;
-    return stat(lg_path, &st) == 0 ? (long)st.st_size : 0;
-}
-
-static int lg_lines_since(long mark)
-{
-    FILE *f = fopen(lg_path, "r");
-    int n = 0, c;
-    if (f == NULL) {
-        return 0;
-    }
-    fseek(f, mark, SEEK_SET);
-    while ((c = fgetc(f)) != EOF) {
-        n += c == '\n';
-    }
-    fclose(f);
-    return n;
-}
-
-#define EXPECT_ERR(call, code)                                                                     \
-    do {                                                                                           \
-        long m_ = lg_mark();                                                                       \
-        assert_int_equal((call), (code));                                                          \
-        assert_int_equal(lg_lines_since(m_), 1);                                                   \
-    } while (0)
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 /* ---- tasks ----------------------------------------------------------------------------- */
 
@@ -75,14 +38,14 @@ static int task_block(void *arg)
 {
     (void)arg;
     while (atomic_load(&gate) == 0) {
-        sleep_ms(1);
+        zt_sleep_ms(1);
     }
     return 0;
 }
 
 static int task_sleep(void *arg)
 {
-    sleep_ms((int)(intptr_t)arg);
+    zt_sleep_ms((int)(intptr_t)arg);
     return 0;
 }
 
@@ -111,7 +74,7 @@ static void reset_flags(void)
 
 static void *release_gate_later(void *p)
 {
-    sleep_ms((int)(intptr_t)p);
+    zt_sleep_ms((int)(intptr_t)p);
     atomic_store(&gate, 1);
     return NULL;
 }
@@ -142,47 +105,47 @@ static void test_bad_input(void **state)
     aclrtEventWaitStatus ws;
     aclrtEventStatus os;
     float ms = 0;
-    EXPECT_ERR(aclrtCreateEvent(NULL), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtCreateEventWithFlag(NULL, ACL_EVENT_SYNC), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtCreateEventWithFlag(&ev, 0x80), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtCreateEventWithFlag(&ev, ACL_EVENT_IPC), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    EXPECT_ERR(aclrtCreateEventExWithFlag(&ev, 0x100), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtCreateEventExWithFlag(NULL, 0), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtCreateEvent(NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtCreateEventWithFlag(NULL, ACL_EVENT_SYNC), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtCreateEventWithFlag(&ev, 0x80), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtCreateEventWithFlag(&ev, ACL_EVENT_IPC), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    ZT_EXPECT_ERR(aclrtCreateEventExWithFlag(&ev, 0x100), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtCreateEventExWithFlag(NULL, 0), ACL_ERROR_INVALID_PARAM);
     assert_null(ev);
-    EXPECT_ERR(aclrtDestroyEvent(NULL), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtDestroyEvent(&bogus), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtRecordEvent(NULL, NULL), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtRecordEvent(&bogus, NULL), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtResetEvent(&bogus, NULL), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtStreamWaitEvent(NULL, &bogus), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtSynchronizeEvent(&bogus), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtSynchronizeEventWithTimeout(&bogus, 5), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtQueryEventStatus(&bogus, &rs), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtQueryEventWaitStatus(&bogus, &ws), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtQueryEvent(&bogus, &os), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtEventElapsedTime(&ms, &bogus, &bogus), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtDestroyEvent(NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtDestroyEvent(&bogus), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtRecordEvent(NULL, NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtRecordEvent(&bogus, NULL), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtResetEvent(&bogus, NULL), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtStreamWaitEvent(NULL, &bogus), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtSynchronizeEvent(&bogus), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtSynchronizeEventWithTimeout(&bogus, 5), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtQueryEventStatus(&bogus, &rs), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtQueryEventWaitStatus(&bogus, &ws), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtQueryEvent(&bogus, &os), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtEventElapsedTime(&ms, &bogus, &bogus), ACL_ERROR_RT_INVALID_HANDLE);
 
     assert_int_equal(aclrtCreateEvent(&ev), ACL_SUCCESS);
     int bogus_stream = 0;
-    EXPECT_ERR(aclrtQueryEventStatus(ev, NULL), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtQueryEventWaitStatus(ev, NULL), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtQueryEvent(ev, NULL), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtEventElapsedTime(NULL, ev, ev), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtEventElapsedTime(&ms, ev, ev), ACL_ERROR_INVALID_PARAM); /* unrecorded */
-    EXPECT_ERR(aclrtSynchronizeEventWithTimeout(ev, -2), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtRecordEvent(ev, &bogus_stream), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtStreamWaitEvent(&bogus_stream, ev), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtResetEvent(ev, &bogus_stream), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtQueryEventStatus(ev, NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtQueryEventWaitStatus(ev, NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtQueryEvent(ev, NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtEventElapsedTime(NULL, ev, ev), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtEventElapsedTime(&ms, ev, ev), ACL_ERROR_INVALID_PARAM); /* unrecorded */
+    ZT_EXPECT_ERR(aclrtSynchronizeEventWithTimeout(ev, -2), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtRecordEvent(ev, &bogus_stream), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtStreamWaitEvent(&bogus_stream, ev), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtResetEvent(ev, &bogus_stream), ACL_ERROR_RT_INVALID_HANDLE);
     /* The NULL stream needs a current device (this thread has none here). */
-    EXPECT_ERR(aclrtRecordEvent(ev, NULL), ACL_ERROR_RT_CONTEXT_NULL);
-    EXPECT_ERR(aclrtStreamWaitEvent(NULL, ev), ACL_ERROR_RT_CONTEXT_NULL);
+    ZT_EXPECT_ERR(aclrtRecordEvent(ev, NULL), ACL_ERROR_RT_CONTEXT_NULL);
+    ZT_EXPECT_ERR(aclrtStreamWaitEvent(NULL, ev), ACL_ERROR_RT_CONTEXT_NULL);
     /* A failed record did not count: the event is still unrecorded. */
     assert_int_equal(aclrtQueryEventStatus(ev, &rs), ACL_SUCCESS);
     assert_int_equal(rs, ACL_EVENT_RECORDED_STATUS_NOT_READY);
     assert_int_equal(aclrtSynchronizeEvent(ev), ACL_SUCCESS); /* unrecorded: returns at once */
     assert_int_equal(aclrtDestroyEvent(ev), ACL_SUCCESS);
-    EXPECT_ERR(aclrtDestroyEvent(ev), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtQueryEventStatus(ev, &rs), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtDestroyEvent(ev), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtQueryEventStatus(ev, &rs), ACL_ERROR_RT_INVALID_HANDLE);
 }
 
 static void test_record_query_reset(void **state)
@@ -204,7 +167,7 @@ static void test_record_query_reset(void **state)
     assert_int_equal(rs, ACL_EVENT_RECORDED_STATUS_NOT_READY);
     assert_int_equal(aclrtQueryEvent(ev, &os), ACL_SUCCESS);
     assert_int_equal(os, ACL_EVENT_STATUS_NOT_READY);
-    EXPECT_ERR(aclrtSynchronizeEventWithTimeout(ev, 20), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
+    ZT_EXPECT_ERR(aclrtSynchronizeEventWithTimeout(ev, 20), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
     atomic_store(&gate, 1);
     assert_int_equal(aclrtSynchronizeEvent(ev), ACL_SUCCESS);
     assert_int_equal(aclrtQueryEventStatus(ev, &rs), ACL_SUCCESS);
@@ -245,8 +208,8 @@ static void test_elapsed_time(void **state)
     assert_int_equal(aclrtEventElapsedTime(&ms, e0, e1), ACL_SUCCESS);
     assert_true(ms >= 4.5f);
     assert_true(ms < 5000.0f);
-    EXPECT_ERR(aclrtEventElapsedTime(&ms, e1, e0), ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL);
-    EXPECT_ERR(aclrtEventElapsedTime(&ms, e0, nt), ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID);
+    ZT_EXPECT_ERR(aclrtEventElapsedTime(&ms, e1, e0), ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL);
+    ZT_EXPECT_ERR(aclrtEventElapsedTime(&ms, e0, nt), ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID);
     float same = -1;
     assert_int_equal(aclrtEventElapsedTime(&same, e0, e0), ACL_SUCCESS);
     assert_true(same == 0.0f);
@@ -254,7 +217,7 @@ static void test_elapsed_time(void **state)
     /* A record that has not run yet. */
     assert_int_equal(zccl_stream_enqueue(b, task_block, NULL, NULL), ACL_SUCCESS);
     assert_int_equal(aclrtRecordEvent(e1, b), ACL_SUCCESS);
-    EXPECT_ERR(aclrtEventElapsedTime(&ms, e0, e1), ACL_ERROR_RT_EVENT_NOT_COMPLETE);
+    ZT_EXPECT_ERR(aclrtEventElapsedTime(&ms, e0, e1), ACL_ERROR_RT_EVENT_NOT_COMPLETE);
     atomic_store(&gate, 1);
     assert_int_equal(aclrtSynchronizeStream(b), ACL_SUCCESS);
     assert_int_equal(aclrtEventElapsedTime(&ms, e0, e1), ACL_SUCCESS);
@@ -279,7 +242,7 @@ static void test_cross_stream_wait(void **state)
     assert_int_equal(aclrtStreamWaitEvent(b, ev), ACL_SUCCESS);
     assert_int_equal(zccl_stream_enqueue(b, task_read_a, NULL, NULL), ACL_SUCCESS);
     aclrtStreamStatus st;
-    sleep_ms(10);
+    zt_sleep_ms(10);
     assert_int_equal(aclrtStreamQuery(b, &st), ACL_SUCCESS);
     assert_int_equal(st, ACL_STREAM_STATUS_NOT_READY);
     assert_int_equal(atomic_load(&b_ran), 0);
@@ -300,7 +263,7 @@ static void test_wait_before_record(void **state)
     assert_int_equal(aclrtCreateEventWithFlag(&ev, ACL_EVENT_SYNC), ACL_SUCCESS);
     assert_int_equal(aclrtStreamWaitEvent(b, ev), ACL_SUCCESS);
     assert_int_equal(zccl_stream_enqueue(b, task_read_a, NULL, NULL), ACL_SUCCESS);
-    sleep_ms(10);
+    zt_sleep_ms(10);
     assert_int_equal(atomic_load(&b_ran), 0);
     assert_int_equal(zccl_stream_enqueue(a, task_set_a, NULL, NULL), ACL_SUCCESS);
     assert_int_equal(aclrtRecordEvent(ev, a), ACL_SUCCESS);
@@ -359,11 +322,11 @@ static void test_destroy_under_wait(void **state)
     assert_int_equal(aclrtCreateEvent(&ev), ACL_SUCCESS);
     assert_int_equal(aclrtStreamWaitEvent(b, ev), ACL_SUCCESS);
     assert_int_equal(zccl_stream_enqueue(b, task_read_a, NULL, NULL), ACL_SUCCESS);
-    sleep_ms(5);
-    long m = lg_mark();
+    zt_sleep_ms(5);
+    long m = zt_lg_mark();
     assert_int_equal(aclrtDestroyEvent(ev), ACL_SUCCESS);
     assert_int_equal(aclrtSynchronizeStream(b), ACL_ERROR_RT_INVALID_HANDLE);
-    assert_int_equal(lg_lines_since(m), 1);
+    assert_int_equal(zt_lg_lines_since(m), 1);
     assert_int_equal(atomic_load(&b_ran), 1); /* continue-on-failure mode */
 
     aclrtStream c;
@@ -371,7 +334,7 @@ static void test_destroy_under_wait(void **state)
     assert_int_equal(aclrtCreateEvent(&ev), ACL_SUCCESS);
     assert_int_equal(aclrtStreamWaitEvent(c, ev), ACL_SUCCESS);
     assert_int_equal(zccl_stream_enqueue(c, task_read_a, NULL, NULL), ACL_SUCCESS);
-    sleep_ms(5);
+    zt_sleep_ms(5);
     assert_int_equal(aclrtDestroyStreamForce(c), ACL_SUCCESS);
     assert_int_equal(atomic_load(&b_ran), 1); /* c's reader was dropped */
     assert_int_equal(aclrtDestroyEvent(ev), ACL_SUCCESS);
@@ -400,7 +363,7 @@ static void test_dropped_record(void **state)
     assert_int_equal(zccl_stream_enqueue(a, task_fail, NULL, NULL), ACL_SUCCESS);
     assert_int_equal(aclrtRecordEvent(e1, a), ACL_SUCCESS);
     assert_int_equal(aclrtSynchronizeEvent(e1), ACL_SUCCESS);
-    EXPECT_ERR(aclrtEventElapsedTime(&ms, e0, e1), ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID);
+    ZT_EXPECT_ERR(aclrtEventElapsedTime(&ms, e0, e1), ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID);
     assert_int_equal(aclrtSynchronizeStream(a), 99);
     assert_int_equal(aclrtDestroyEvent(e0), ACL_SUCCESS);
     assert_int_equal(aclrtDestroyEvent(e1), ACL_SUCCESS);
@@ -457,10 +420,7 @@ static void test_fork_child_has_no_events(void **state)
 
 int main(void)
 {
-    snprintf(lg_path, sizeof(lg_path), "/tmp/zccl-test-vmm-event-%d.log", (int)getpid());
-    unlink(lg_path);
-    setenv("ZCCL_LOG_FILE", lg_path, 1);
-    setenv("ZCCL_LOG_LEVEL", "warn", 1);
+    zt_lg_open("event");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_input),          cmocka_unit_test(test_record_query_reset),
         cmocka_unit_test(test_elapsed_time),       cmocka_unit_test(test_cross_stream_wait),
@@ -469,6 +429,6 @@ int main(void)
         cmocka_unit_test(test_null_stream_events), cmocka_unit_test(test_fork_child_has_no_events),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    unlink(lg_path);
+    zt_lg_close();
     return rc;
 }

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "acl/acl.h"
+#include "zt_logcount.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -23,71 +24,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* ---- one-log-line checks ------------------------------------------------------------- */
-
-static char lg_path[256];
-
-static long lg_mark(void)
-{
-    struct stat st;
-    return stat(lg_path, &st) == 0 ? (long)st.st_size : 0;
-}
-
-static int lg_lines_since(long mark)
-{
-    FILE *f = fopen(lg_path, "r");
-    int n = 0, c;
-    if (f == NULL) {
-        return 0;
-    }
-    fseek(f, mark, SEEK_SET);
-    while ((c = fgetc(f)) != EOF) {
-        n += c == '\n';
-    }
-    fclose(f);
-    return n;
-}
-
-#define EXPECT_ERR(call, code)                                                                     \
-    do {                                                                                           \
-        long m_ = lg_mark();                                                                       \
-        assert_int_equal((call), (code));                                                          \
-        assert_int_equal(lg_lines_since(m_), 1);                                                   \
-    } while (0)
-
-static void *thread_tramp(void *p)
-{
-    int (*fn)(void) = (int (*)(void))(uintptr_t)p;
-    return (void *)(intptr_t)fn();
-}
-
-static int in_fresh_thread(int (*fn)(void))
-{
-    pthread_t t;
-    void *r = NULL;
-    assert_int_equal(pthread_create(&t, NULL, thread_tramp, (void *)(uintptr_t)fn), 0);
-    pthread_join(t, &r);
-    return (int)(intptr_t)r;
-}
-
 /* ---- aclrtMalloc / aclrtFree ---------------------------------------------------------- */
 
 static void test_malloc_bad_input(void **state)
 {
     (void)state;
     void *p = (void *)0x1;
-    EXPECT_ERR(aclrtMalloc(NULL, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMalloc(&p, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMalloc(&p, 64, (aclrtMemMallocPolicy)8), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMalloc(&p, 64, (aclrtMemMallocPolicy)0x2000), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMalloc(&p, 64, ACL_MEM_ACCESS_USER_SPACE_READONLY),
-               ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    EXPECT_ERR(aclrtMalloc(&p, SIZE_MAX, ACL_MEM_MALLOC_HUGE_FIRST),
-               ACL_ERROR_RT_MEMORY_ALLOCATION);
-    EXPECT_ERR(aclrtMalloc(&p, SIZE_MAX / 2, ACL_MEM_MALLOC_NORMAL_ONLY),
-               ACL_ERROR_RT_MEMORY_ALLOCATION);
-    EXPECT_ERR(aclrtMalloc(&p, (size_t)1 << 62, ACL_MEM_MALLOC_NORMAL_ONLY),
-               ACL_ERROR_RT_MEMORY_ALLOCATION);
+    ZT_EXPECT_ERR(aclrtMalloc(NULL, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMalloc(&p, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMalloc(&p, 64, (aclrtMemMallocPolicy)8), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMalloc(&p, 64, (aclrtMemMallocPolicy)0x2000), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMalloc(&p, 64, ACL_MEM_ACCESS_USER_SPACE_READONLY),
+                  ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    ZT_EXPECT_ERR(aclrtMalloc(&p, SIZE_MAX, ACL_MEM_MALLOC_HUGE_FIRST),
+                  ACL_ERROR_RT_MEMORY_ALLOCATION);
+    ZT_EXPECT_ERR(aclrtMalloc(&p, SIZE_MAX / 2, ACL_MEM_MALLOC_NORMAL_ONLY),
+                  ACL_ERROR_RT_MEMORY_ALLOCATION);
+    ZT_EXPECT_ERR(aclrtMalloc(&p, (size_t)1 << 62, ACL_MEM_MALLOC_NORMAL_ONLY),
+                  ACL_ERROR_RT_MEMORY_ALLOCATION);
     assert_ptr_equal(p, (void *)0x1); /* outputs are set only on success */
 }
 
@@ -146,26 +100,26 @@ static void test_free_bad_input(void **state)
     void *p = NULL, *h = NULL;
     assert_int_equal(aclrtMalloc(&p, 100, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
     assert_int_equal(aclrtMallocHost(&h, 100), ACL_SUCCESS);
-    EXPECT_ERR(aclrtFree(NULL), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtFree(local), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtFree((char *)p + 1), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtFree(h), ACL_ERROR_INVALID_PARAM);     /* host memory */
-    EXPECT_ERR(aclrtFreeHost(p), ACL_ERROR_INVALID_PARAM); /* device memory */
-    EXPECT_ERR(aclrtFreeHost(NULL), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtFreeHost(local), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtFree(NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtFree(local), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtFree((char *)p + 1), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtFree(h), ACL_ERROR_INVALID_PARAM);     /* host memory */
+    ZT_EXPECT_ERR(aclrtFreeHost(p), ACL_ERROR_INVALID_PARAM); /* device memory */
+    ZT_EXPECT_ERR(aclrtFreeHost(NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtFreeHost(local), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(aclrtFree(p), ACL_SUCCESS);
-    EXPECT_ERR(aclrtFree(p), ACL_ERROR_INVALID_PARAM); /* double free */
+    ZT_EXPECT_ERR(aclrtFree(p), ACL_ERROR_INVALID_PARAM); /* double free */
     assert_int_equal(aclrtFreeHost(h), ACL_SUCCESS);
-    EXPECT_ERR(aclrtFreeHost(h), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtFreeHost(h), ACL_ERROR_INVALID_PARAM);
 }
 
 static void test_malloc_host(void **state)
 {
     (void)state;
     void *h = (void *)0x1;
-    EXPECT_ERR(aclrtMallocHost(NULL, 8), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMallocHost(&h, 0), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMallocHost(&h, SIZE_MAX), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    ZT_EXPECT_ERR(aclrtMallocHost(NULL, 8), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMallocHost(&h, 0), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMallocHost(&h, SIZE_MAX), ACL_ERROR_RT_MEMORY_ALLOCATION);
     assert_ptr_equal(h, (void *)0x1);
     void *many[64];
     for (int i = 0; i < 64; i++) {
@@ -192,12 +146,14 @@ static void test_memcpy(void **state)
         src[i] = (char)i;
     }
     memset(dst, 0, sizeof(dst));
-    EXPECT_ERR(aclrtMemcpy(dst, 16, src, 17, ACL_MEMCPY_HOST_TO_HOST), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMemcpy(NULL, 16, src, 16, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMemcpy(dst, 16, NULL, 16, ACL_MEMCPY_DEVICE_TO_HOST), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMemcpy(dst, 16, src, 16, (aclrtMemcpyKind)-1), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMemcpy(dst, 16, src, 16, (aclrtMemcpyKind)8), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMemcpy(dst, 0, src, SIZE_MAX, ACL_MEMCPY_DEFAULT), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMemcpy(dst, 16, src, 17, ACL_MEMCPY_HOST_TO_HOST), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMemcpy(NULL, 16, src, 16, ACL_MEMCPY_HOST_TO_DEVICE),
+                  ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMemcpy(dst, 16, NULL, 16, ACL_MEMCPY_DEVICE_TO_HOST),
+                  ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMemcpy(dst, 16, src, 16, (aclrtMemcpyKind)-1), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMemcpy(dst, 16, src, 16, (aclrtMemcpyKind)8), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMemcpy(dst, 0, src, SIZE_MAX, ACL_MEMCPY_DEFAULT), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(dst[0], 0); /* nothing copied by a refused call */
     assert_int_equal(aclrtMemcpy(NULL, 0, NULL, 0, ACL_MEMCPY_DEFAULT), ACL_SUCCESS);
 
@@ -219,8 +175,8 @@ static void test_memset(void **state)
     (void)state;
     unsigned char buf[32];
     memset(buf, 0, sizeof(buf));
-    EXPECT_ERR(aclrtMemset(buf, 8, 1, 9), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMemset(NULL, 8, 1, 8), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMemset(buf, 8, 1, 9), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMemset(NULL, 8, 1, 8), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(buf[0], 0);
     assert_int_equal(aclrtMemset(NULL, 0, 1, 0), ACL_SUCCESS);
     assert_int_equal(aclrtMemset(buf, sizeof(buf), 0x1AB, 16), ACL_SUCCESS);
@@ -232,13 +188,14 @@ static void test_memset(void **state)
 static int body_async_no_device(void)
 {
     char a[8] = {0}, b[8] = {0};
-    long m = lg_mark();
+    long m = zt_lg_mark();
     if (aclrtMemcpyAsync(a, 8, b, 8, ACL_MEMCPY_DEFAULT, NULL) != ACL_ERROR_RT_CONTEXT_NULL ||
-        lg_lines_since(m) != 1) {
+        zt_lg_lines_since(m) != 1) {
         return 1;
     }
-    m = lg_mark();
-    if (aclrtMemsetAsync(a, 8, 0, 8, NULL) != ACL_ERROR_RT_CONTEXT_NULL || lg_lines_since(m) != 1) {
+    m = zt_lg_mark();
+    if (aclrtMemsetAsync(a, 8, 0, 8, NULL) != ACL_ERROR_RT_CONTEXT_NULL ||
+        zt_lg_lines_since(m) != 1) {
         return 2;
     }
     return 0;
@@ -252,20 +209,22 @@ static void test_async_copies(void **state)
         src[i] = (char)(i * 7);
     }
     memset(dst, 0, sizeof(dst));
-    assert_int_equal(in_fresh_thread(body_async_no_device), 0);
+    assert_int_equal(zt_in_fresh_thread(body_async_no_device), 0);
 
     assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
     aclrtStream s = NULL;
     assert_int_equal(aclrtCreateStream(&s), ACL_SUCCESS);
     int bogus = 0;
-    EXPECT_ERR(aclrtMemcpyAsync(dst, 8, src, 8, ACL_MEMCPY_DEFAULT, &bogus),
-               ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtMemcpyAsync(dst, 8, src, 9, ACL_MEMCPY_DEFAULT, s), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMemcpyAsync(dst, 8, src, 8, (aclrtMemcpyKind)99, s), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMemcpyAsync(NULL, 8, src, 8, ACL_MEMCPY_DEFAULT, s), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMemsetAsync(dst, 8, 0, 9, s), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMemsetAsync(NULL, 8, 0, 8, s), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtMemsetAsync(dst, 8, 0, 8, &bogus), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtMemcpyAsync(dst, 8, src, 8, ACL_MEMCPY_DEFAULT, &bogus),
+                  ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtMemcpyAsync(dst, 8, src, 9, ACL_MEMCPY_DEFAULT, s), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMemcpyAsync(dst, 8, src, 8, (aclrtMemcpyKind)99, s),
+                  ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMemcpyAsync(NULL, 8, src, 8, ACL_MEMCPY_DEFAULT, s),
+                  ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMemsetAsync(dst, 8, 0, 9, s), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMemsetAsync(NULL, 8, 0, 8, s), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtMemsetAsync(dst, 8, 0, 8, &bogus), ACL_ERROR_RT_INVALID_HANDLE);
 
     /* In stream order: fill, then copy over half, then fill a quarter. */
     assert_int_equal(aclrtMemsetAsync(dst, 4096, 0x5A, 4096, s), ACL_SUCCESS);
@@ -287,8 +246,8 @@ static void test_async_copies(void **state)
     assert_memory_equal(dst, src, 4096);
 
     assert_int_equal(aclrtDestroyStream(s), ACL_SUCCESS);
-    EXPECT_ERR(aclrtMemcpyAsync(dst, 8, src, 8, ACL_MEMCPY_DEFAULT, s),
-               ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtMemcpyAsync(dst, 8, src, 8, ACL_MEMCPY_DEFAULT, s),
+                  ACL_ERROR_RT_INVALID_HANDLE);
     assert_int_equal(aclrtResetDevice(0), ACL_SUCCESS);
 }
 
@@ -296,10 +255,10 @@ static void test_mem_info(void **state)
 {
     (void)state;
     size_t fr = 0, tot = 0;
-    EXPECT_ERR(aclrtGetMemInfo(ACL_HBM_MEM, NULL, &tot), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtGetMemInfo(ACL_HBM_MEM, &fr, NULL), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtGetMemInfo((aclrtMemAttr)99, &fr, &tot), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtGetMemInfo((aclrtMemAttr)-1, &fr, &tot), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtGetMemInfo(ACL_HBM_MEM, NULL, &tot), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtGetMemInfo(ACL_HBM_MEM, &fr, NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtGetMemInfo((aclrtMemAttr)99, &fr, &tot), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtGetMemInfo((aclrtMemAttr)-1, &fr, &tot), ACL_ERROR_INVALID_PARAM);
     for (int a = ACL_DDR_MEM; a <= ACL_MEM_P2P_HUGE1G; a++) {
         assert_int_equal(aclrtGetMemInfo((aclrtMemAttr)a, &fr, &tot), ACL_SUCCESS);
         assert_true(tot > 0);
@@ -313,10 +272,7 @@ static void test_mem_info(void **state)
 
 int main(void)
 {
-    snprintf(lg_path, sizeof(lg_path), "/tmp/zccl-test-vmm-mem-%d.log", (int)getpid());
-    unlink(lg_path);
-    setenv("ZCCL_LOG_FILE", lg_path, 1);
-    setenv("ZCCL_LOG_LEVEL", "warn", 1);
+    zt_lg_open("mem");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_malloc_bad_input), cmocka_unit_test(test_malloc_free),
         cmocka_unit_test(test_malloc_is_shared), cmocka_unit_test(test_free_bad_input),
@@ -325,6 +281,6 @@ int main(void)
         cmocka_unit_test(test_mem_info),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    unlink(lg_path);
+    zt_lg_close();
     return rc;
 }

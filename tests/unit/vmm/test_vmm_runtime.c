@@ -5,7 +5,8 @@
  *
  * Every bad call checks the exact aclError and that exactly one log line was
  * written for it (the log goes to a per-process file set before the library
- * reads its configuration). ZCCL_DEVICES=3 makes the device count exact.
+ * reads its configuration; tests/common/zt_logcount.h). ZCCL_DEVICES=3 makes
+ * the device count exact.
  * Only exported symbols are reachable through the shared library, so the
  * one internal unit checked here (the status mapping) is compiled in.
  */
@@ -18,6 +19,7 @@
 
 #include "acl/acl.h"
 #include "zccl/vmm_ext.h"
+#include "zt_logcount.h"
 
 /* The status mapping is internal (hidden in the library): compile it in. */
 #include "vmm_status.c"
@@ -31,76 +33,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* ---- one-log-line checks ------------------------------------------------------------- */
-
-static char lg_path[256];
-
-static long lg_mark(void)
-{
-    struct stat st;
-    return stat(lg_path, &st) == 0 ? (long)st.st_size : 0;
-}
-
-static int lg_lines_since(long mark)
-{
-    FILE *f = fopen(lg_path, "r");
-    int n = 0, c;
-    if (f == NULL) {
-        return 0;
-    }
-    fseek(f, mark, SEEK_SET);
-    while ((c = fgetc(f)) != EOF) {
-        n += c == '\n';
-    }
-    fclose(f);
-    return n;
-}
-
-/* call must return code and log exactly one line. */
-#define EXPECT_ERR(call, code)                                                                     \
-    do {                                                                                           \
-        long m_ = lg_mark();                                                                       \
-        assert_int_equal((call), (code));                                                          \
-        assert_int_equal(lg_lines_since(m_), 1);                                                   \
-    } while (0)
-
-typedef int (*thread_body_t)(void);
-
-static void *thread_tramp(void *p)
-{
-    thread_body_t fn = (thread_body_t)(uintptr_t)p;
-    return (void *)(intptr_t)fn();
-}
-
-/* Run fn in a new thread (which has no current device); returns fn's result. */
-static int in_fresh_thread(thread_body_t fn)
-{
-    pthread_t t;
-    void *r = NULL;
-    assert_int_equal(pthread_create(&t, NULL, thread_tramp, (void *)(uintptr_t)fn), 0);
-    pthread_join(t, &r);
-    return (int)(intptr_t)r;
-}
-
 /* ---- tests --------------------------------------------------------------------------- */
 
 static void test_init_finalize(void **state)
 {
     (void)state;
     assert_int_equal(aclInit(NULL), ACL_SUCCESS);
-    EXPECT_ERR(aclInit(NULL), ACL_ERROR_REPEAT_INITIALIZE);
-    EXPECT_ERR(aclInit(""), ACL_ERROR_REPEAT_INITIALIZE);
+    ZT_EXPECT_ERR(aclInit(NULL), ACL_ERROR_REPEAT_INITIALIZE);
+    ZT_EXPECT_ERR(aclInit(""), ACL_ERROR_REPEAT_INITIALIZE);
     assert_int_equal(aclFinalize(), ACL_SUCCESS);
-    EXPECT_ERR(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
+    ZT_EXPECT_ERR(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
 
-    EXPECT_ERR(aclInit("/nonexistent-dir/acl.json"), ACL_ERROR_INVALID_FILE);
+    ZT_EXPECT_ERR(aclInit("/nonexistent-dir/acl.json"), ACL_ERROR_INVALID_FILE);
     char cfg[] = "/tmp/zccl-acl-cfg-XXXXXX";
     int fd = mkstemp(cfg);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, "{}", 2), 2);
     close(fd);
     assert_int_equal(aclInit(cfg), ACL_SUCCESS);
-    EXPECT_ERR(aclInit(cfg), ACL_ERROR_REPEAT_INITIALIZE);
+    ZT_EXPECT_ERR(aclInit(cfg), ACL_ERROR_REPEAT_INITIALIZE);
     assert_int_equal(aclFinalize(), ACL_SUCCESS);
     unlink(cfg);
 }
@@ -109,7 +60,7 @@ static void test_device_count(void **state)
 {
     (void)state;
     uint32_t n = 0;
-    EXPECT_ERR(aclrtGetDeviceCount(NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtGetDeviceCount(NULL), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(aclrtGetDeviceCount(&n), ACL_SUCCESS);
     assert_int_equal(n, 3); /* ZCCL_DEVICES=3 */
 }
@@ -117,8 +68,8 @@ static void test_device_count(void **state)
 static int body_no_device(void)
 {
     int32_t d = 77;
-    long m = lg_mark();
-    if (aclrtGetDevice(&d) != ACL_ERROR_RT_CONTEXT_NULL || d != 77 || lg_lines_since(m) != 1) {
+    long m = zt_lg_mark();
+    if (aclrtGetDevice(&d) != ACL_ERROR_RT_CONTEXT_NULL || d != 77 || zt_lg_lines_since(m) != 1) {
         return 1;
     }
     if (zccl_current_device() != -1) {
@@ -137,33 +88,33 @@ static void test_set_get_reset(void **state)
 {
     (void)state;
     int32_t d = -5;
-    EXPECT_ERR(aclrtGetDevice(NULL), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtSetDevice(-1), ACL_ERROR_RT_INVALID_DEVICEID);
-    EXPECT_ERR(aclrtSetDevice(3), ACL_ERROR_RT_INVALID_DEVICEID);
-    EXPECT_ERR(aclrtSetDevice(INT32_MAX), ACL_ERROR_RT_INVALID_DEVICEID);
-    EXPECT_ERR(aclrtResetDevice(3), ACL_ERROR_RT_INVALID_DEVICEID);
-    EXPECT_ERR(aclrtResetDevice(-7), ACL_ERROR_RT_INVALID_DEVICEID);
-    EXPECT_ERR(aclrtResetDeviceForce(99), ACL_ERROR_RT_INVALID_DEVICEID);
+    ZT_EXPECT_ERR(aclrtGetDevice(NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtSetDevice(-1), ACL_ERROR_RT_INVALID_DEVICEID);
+    ZT_EXPECT_ERR(aclrtSetDevice(3), ACL_ERROR_RT_INVALID_DEVICEID);
+    ZT_EXPECT_ERR(aclrtSetDevice(INT32_MAX), ACL_ERROR_RT_INVALID_DEVICEID);
+    ZT_EXPECT_ERR(aclrtResetDevice(3), ACL_ERROR_RT_INVALID_DEVICEID);
+    ZT_EXPECT_ERR(aclrtResetDevice(-7), ACL_ERROR_RT_INVALID_DEVICEID);
+    ZT_EXPECT_ERR(aclrtResetDeviceForce(99), ACL_ERROR_RT_INVALID_DEVICEID);
 
     assert_int_equal(aclrtSetDevice(1), ACL_SUCCESS);
     assert_int_equal(aclrtGetDevice(&d), ACL_SUCCESS);
     assert_int_equal(d, 1);
     /* The current device is per thread: a new thread has none, and its choice
      * does not change ours. */
-    assert_int_equal(in_fresh_thread(body_no_device), 0);
+    assert_int_equal(zt_in_fresh_thread(body_no_device), 0);
     assert_int_equal(aclrtGetDevice(&d), ACL_SUCCESS);
     assert_int_equal(d, 1);
 
     /* Two uses of device 1: the first reset releases the thread's current device. */
     assert_int_equal(aclrtSetDevice(1), ACL_SUCCESS);
     assert_int_equal(aclrtResetDevice(1), ACL_SUCCESS);
-    EXPECT_ERR(aclrtGetDevice(&d), ACL_ERROR_RT_CONTEXT_NULL);
+    ZT_EXPECT_ERR(aclrtGetDevice(&d), ACL_ERROR_RT_CONTEXT_NULL);
     assert_int_equal(aclrtResetDevice(1), ACL_SUCCESS);
     assert_int_equal(aclrtResetDevice(0), ACL_SUCCESS); /* never set: fine */
     assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
     assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
     assert_int_equal(aclrtResetDeviceForce(0), ACL_SUCCESS);
-    EXPECT_ERR(aclrtGetDevice(&d), ACL_ERROR_RT_CONTEXT_NULL);
+    ZT_EXPECT_ERR(aclrtGetDevice(&d), ACL_ERROR_RT_CONTEXT_NULL);
 }
 
 static void test_soc_runmode_satmode_tgid(void **state)
@@ -174,34 +125,35 @@ static void test_soc_runmode_satmode_tgid(void **state)
     assert_string_equal(soc, "zccl-host");
 
     aclrtRunMode rm = ACL_DEVICE;
-    EXPECT_ERR(aclrtGetRunMode(NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtGetRunMode(NULL), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(aclrtGetRunMode(&rm), ACL_SUCCESS);
     assert_int_equal(rm, ACL_HOST);
 
     aclrtFloatOverflowMode m = ACL_RT_OVERFLOW_MODE_UNDEF;
     assert_int_equal(aclrtSetDeviceSatMode(ACL_RT_OVERFLOW_MODE_INFNAN), ACL_SUCCESS);
-    EXPECT_ERR(aclrtSetDeviceSatMode(ACL_RT_OVERFLOW_MODE_SATURATION),
-               ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-    EXPECT_ERR(aclrtSetDeviceSatMode(ACL_RT_OVERFLOW_MODE_UNDEF), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtSetDeviceSatMode((aclrtFloatOverflowMode)77), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtGetDeviceSatMode(NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtSetDeviceSatMode(ACL_RT_OVERFLOW_MODE_SATURATION),
+                  ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    ZT_EXPECT_ERR(aclrtSetDeviceSatMode(ACL_RT_OVERFLOW_MODE_UNDEF), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtSetDeviceSatMode((aclrtFloatOverflowMode)77), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtGetDeviceSatMode(NULL), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(aclrtGetDeviceSatMode(&m), ACL_SUCCESS);
     assert_int_equal(m, ACL_RT_OVERFLOW_MODE_INFNAN);
 
     int32_t pid = 0;
-    EXPECT_ERR(aclrtDeviceGetBareTgid(NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtDeviceGetBareTgid(NULL), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(aclrtDeviceGetBareTgid(&pid), ACL_SUCCESS);
     assert_int_equal(pid, getpid());
 }
 
 static int body_peer_no_device(void)
 {
-    long m = lg_mark();
-    if (aclrtDeviceEnablePeerAccess(1, 0) != ACL_ERROR_RT_CONTEXT_NULL || lg_lines_since(m) != 1) {
+    long m = zt_lg_mark();
+    if (aclrtDeviceEnablePeerAccess(1, 0) != ACL_ERROR_RT_CONTEXT_NULL ||
+        zt_lg_lines_since(m) != 1) {
         return 1;
     }
-    m = lg_mark();
-    if (aclrtDeviceDisablePeerAccess(1) != ACL_ERROR_RT_CONTEXT_NULL || lg_lines_since(m) != 1) {
+    m = zt_lg_mark();
+    if (aclrtDeviceDisablePeerAccess(1) != ACL_ERROR_RT_CONTEXT_NULL || zt_lg_lines_since(m) != 1) {
         return 2;
     }
     return 0;
@@ -211,27 +163,27 @@ static void test_peer_access(void **state)
 {
     (void)state;
     int32_t can = -1;
-    EXPECT_ERR(aclrtDeviceCanAccessPeer(NULL, 0, 1), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtDeviceCanAccessPeer(&can, 3, 1), ACL_ERROR_RT_INVALID_DEVICEID);
-    EXPECT_ERR(aclrtDeviceCanAccessPeer(&can, 0, -1), ACL_ERROR_RT_INVALID_DEVICEID);
+    ZT_EXPECT_ERR(aclrtDeviceCanAccessPeer(NULL, 0, 1), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtDeviceCanAccessPeer(&can, 3, 1), ACL_ERROR_RT_INVALID_DEVICEID);
+    ZT_EXPECT_ERR(aclrtDeviceCanAccessPeer(&can, 0, -1), ACL_ERROR_RT_INVALID_DEVICEID);
     assert_int_equal(can, -1);
     assert_int_equal(aclrtDeviceCanAccessPeer(&can, 0, 2), ACL_SUCCESS);
     assert_int_equal(can, 1);
     assert_int_equal(aclrtDeviceCanAccessPeer(&can, 2, 2), ACL_SUCCESS);
     assert_int_equal(can, 0);
 
-    assert_int_equal(in_fresh_thread(body_peer_no_device), 0);
+    assert_int_equal(zt_in_fresh_thread(body_peer_no_device), 0);
     assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
-    EXPECT_ERR(aclrtDeviceEnablePeerAccess(1, 1), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtDeviceEnablePeerAccess(0, 0), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtDeviceEnablePeerAccess(3, 0), ACL_ERROR_RT_INVALID_DEVICEID);
-    EXPECT_ERR(aclrtDeviceDisablePeerAccess(-1), ACL_ERROR_RT_INVALID_DEVICEID);
-    EXPECT_ERR(aclrtDeviceDisablePeerAccess(1), ACL_ERROR_INVALID_PARAM); /* not enabled */
+    ZT_EXPECT_ERR(aclrtDeviceEnablePeerAccess(1, 1), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtDeviceEnablePeerAccess(0, 0), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtDeviceEnablePeerAccess(3, 0), ACL_ERROR_RT_INVALID_DEVICEID);
+    ZT_EXPECT_ERR(aclrtDeviceDisablePeerAccess(-1), ACL_ERROR_RT_INVALID_DEVICEID);
+    ZT_EXPECT_ERR(aclrtDeviceDisablePeerAccess(1), ACL_ERROR_INVALID_PARAM); /* not enabled */
     assert_int_equal(aclrtDeviceEnablePeerAccess(1, 0), ACL_SUCCESS);
     assert_int_equal(aclrtDeviceEnablePeerAccess(1, 0), ACL_SUCCESS);
     assert_int_equal(aclrtDeviceEnablePeerAccess(2, 0), ACL_SUCCESS);
     assert_int_equal(aclrtDeviceDisablePeerAccess(1), ACL_SUCCESS);
-    EXPECT_ERR(aclrtDeviceDisablePeerAccess(1), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtDeviceDisablePeerAccess(1), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(aclrtDeviceDisablePeerAccess(2), ACL_SUCCESS);
     assert_int_equal(aclrtResetDevice(0), ACL_SUCCESS);
 }
@@ -298,17 +250,14 @@ static void test_fork_child_clean(void **state)
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 0);
-    EXPECT_ERR(aclInit(NULL), ACL_ERROR_REPEAT_INITIALIZE);
+    ZT_EXPECT_ERR(aclInit(NULL), ACL_ERROR_REPEAT_INITIALIZE);
     assert_int_equal(aclFinalize(), ACL_SUCCESS);
     assert_int_equal(aclrtResetDevice(1), ACL_SUCCESS);
 }
 
 int main(void)
 {
-    snprintf(lg_path, sizeof(lg_path), "/tmp/zccl-test-vmm-runtime-%d.log", (int)getpid());
-    unlink(lg_path);
-    setenv("ZCCL_LOG_FILE", lg_path, 1);
-    setenv("ZCCL_LOG_LEVEL", "warn", 1);
+    zt_lg_open("runtime");
     setenv("ZCCL_DEVICES", "3", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_init_finalize),  cmocka_unit_test(test_device_count),
@@ -317,6 +266,6 @@ int main(void)
         cmocka_unit_test(test_status_mapping), cmocka_unit_test(test_fork_child_clean),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    unlink(lg_path);
+    zt_lg_close();
     return rc;
 }

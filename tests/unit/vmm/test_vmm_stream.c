@@ -18,6 +18,7 @@
 
 #include "acl/acl.h"
 #include "zccl/vmm_ext.h"
+#include "zt_logcount.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,59 +29,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- one-log-line checks ------------------------------------------------------------- */
-
-static char lg_path[256];
-
-static long lg_mark(void)
-{
-    struct stat st;
-    return stat(lg_path, &st) == 0 ? (long)st.st_size : 0;
-}
-
-static int lg_lines_since(long mark)
-{
-    FILE *f = fopen(lg_path, "r");
-    int n = 0, c;
-    if (f == NULL) {
-        return 0;
-    }
-    fseek(f, mark, SEEK_SET);
-    while ((c = fgetc(f)) != EOF) {
-        n += c == '\n';
-    }
-    fclose(f);
-    return n;
-}
-
-#define EXPECT_ERR(call, code)                                                                     \
-    do {                                                                                           \
-        long m_ = lg_mark();                                                                       \
-        assert_int_equal((call), (code));                                                          \
-        assert_int_equal(lg_lines_since(m_), 1);                                                   \
-    } while (0)
-
-static void *thread_tramp(void *p)
-{
-    int (*fn)(void) = (int (*)(void))(uintptr_t)p;
-    return (void *)(intptr_t)fn();
-}
-
-static int in_fresh_thread(int (*fn)(void))
-{
-    pthread_t t;
-    void *r = NULL;
-    assert_int_equal(pthread_create(&t, NULL, thread_tramp, (void *)(uintptr_t)fn), 0);
-    pthread_join(t, &r);
-    return (int)(intptr_t)r;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 /* ---- task helpers --------------------------------------------------------------------- */
 
@@ -116,7 +64,7 @@ static int task_fail(void *arg)
 static int task_block(void *arg)
 {
     while (atomic_load(&gate) == 0) {
-        sleep_ms(1);
+        zt_sleep_ms(1);
     }
     return (int)(intptr_t)arg;
 }
@@ -137,7 +85,7 @@ static void reset_counters(void)
 
 static void *release_gate_later(void *p)
 {
-    sleep_ms((int)(intptr_t)p);
+    zt_sleep_ms((int)(intptr_t)p);
     atomic_store(&gate, 1);
     return NULL;
 }
@@ -147,21 +95,21 @@ static void *release_gate_later(void *p)
 static int body_create_no_device(void)
 {
     aclrtStream s = NULL;
-    long m = lg_mark();
-    if (aclrtCreateStream(&s) != ACL_ERROR_RT_CONTEXT_NULL || lg_lines_since(m) != 1) {
+    long m = zt_lg_mark();
+    if (aclrtCreateStream(&s) != ACL_ERROR_RT_CONTEXT_NULL || zt_lg_lines_since(m) != 1) {
         return 1;
     }
-    m = lg_mark();
-    if (aclrtSynchronizeStream(NULL) != ACL_ERROR_RT_CONTEXT_NULL || lg_lines_since(m) != 1) {
+    m = zt_lg_mark();
+    if (aclrtSynchronizeStream(NULL) != ACL_ERROR_RT_CONTEXT_NULL || zt_lg_lines_since(m) != 1) {
         return 2;
     }
-    m = lg_mark();
+    m = zt_lg_mark();
     if (zccl_stream_enqueue(NULL, task_count, NULL, NULL) != ACL_ERROR_RT_CONTEXT_NULL ||
-        lg_lines_since(m) != 1) {
+        zt_lg_lines_since(m) != 1) {
         return 3;
     }
-    m = lg_mark();
-    if (aclrtSynchronizeDevice() != ACL_ERROR_RT_CONTEXT_NULL || lg_lines_since(m) != 1) {
+    m = zt_lg_mark();
+    if (aclrtSynchronizeDevice() != ACL_ERROR_RT_CONTEXT_NULL || zt_lg_lines_since(m) != 1) {
         return 4;
     }
     if (zccl_stream_device(NULL) != -1) {
@@ -173,23 +121,24 @@ static int body_create_no_device(void)
 static void test_create_destroy_bad_input(void **state)
 {
     (void)state;
-    assert_int_equal(in_fresh_thread(body_create_no_device), 0);
+    assert_int_equal(zt_in_fresh_thread(body_create_no_device), 0);
     aclrtStream s = NULL;
     int bogus = 0;
-    EXPECT_ERR(aclrtCreateStream(NULL), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtCreateStreamWithConfig(&s, 8, 0), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtCreateStreamWithConfig(&s, 0, 0x40), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtCreateStreamWithConfig(NULL, 0, 0), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtDestroyStream(NULL), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtDestroyStream(&bogus), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtDestroyStreamForce(&bogus), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtSynchronizeStream(&bogus), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtSynchronizeStreamWithTimeout(&bogus, 10), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtSynchronizeStreamWithTimeout(NULL, -2), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtSetStreamFailureMode(&bogus, ACL_STOP_ON_FAILURE), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtSetStreamFailureMode(NULL, ACL_STOP_ON_FAILURE), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(zccl_stream_enqueue(&bogus, task_count, NULL, NULL), ACL_ERROR_RT_INVALID_HANDLE);
-    EXPECT_ERR(aclrtSynchronizeDeviceWithTimeout(-5), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtCreateStream(NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtCreateStreamWithConfig(&s, 8, 0), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtCreateStreamWithConfig(&s, 0, 0x40), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtCreateStreamWithConfig(NULL, 0, 0), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtDestroyStream(NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtDestroyStream(&bogus), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtDestroyStreamForce(&bogus), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtSynchronizeStream(&bogus), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtSynchronizeStreamWithTimeout(&bogus, 10), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtSynchronizeStreamWithTimeout(NULL, -2), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtSetStreamFailureMode(&bogus, ACL_STOP_ON_FAILURE),
+                  ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtSetStreamFailureMode(NULL, ACL_STOP_ON_FAILURE), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(zccl_stream_enqueue(&bogus, task_count, NULL, NULL), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtSynchronizeDeviceWithTimeout(-5), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(zccl_stream_device(&bogus), -1);
     assert_null(s);
 
@@ -197,14 +146,14 @@ static void test_create_destroy_bad_input(void **state)
     assert_int_equal(aclrtCreateStreamWithConfig(&s, 7, ACL_STREAM_FAST_LAUNCH | ACL_STREAM_HUGE),
                      ACL_SUCCESS);
     assert_int_equal(zccl_stream_device(s), 0);
-    EXPECT_ERR(zccl_stream_enqueue(s, NULL, NULL, NULL), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtSetStreamFailureMode(s, 2), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(zccl_stream_enqueue(s, NULL, NULL, NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtSetStreamFailureMode(s, 2), ACL_ERROR_INVALID_PARAM);
     aclrtStreamStatus st;
-    EXPECT_ERR(aclrtStreamQuery(s, NULL), ACL_ERROR_INVALID_PARAM);
-    EXPECT_ERR(aclrtStreamQuery(&bogus, &st), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtStreamQuery(s, NULL), ACL_ERROR_INVALID_PARAM);
+    ZT_EXPECT_ERR(aclrtStreamQuery(&bogus, &st), ACL_ERROR_RT_INVALID_HANDLE);
     assert_int_equal(aclrtDestroyStream(s), ACL_SUCCESS);
-    EXPECT_ERR(aclrtDestroyStream(s), ACL_ERROR_RT_INVALID_HANDLE); /* stale handle */
-    EXPECT_ERR(aclrtSynchronizeStream(s), ACL_ERROR_RT_INVALID_HANDLE);
+    ZT_EXPECT_ERR(aclrtDestroyStream(s), ACL_ERROR_RT_INVALID_HANDLE); /* stale handle */
+    ZT_EXPECT_ERR(aclrtSynchronizeStream(s), ACL_ERROR_RT_INVALID_HANDLE);
     assert_int_equal(zccl_stream_device(s), -1);
     assert_int_equal(aclrtResetDevice(0), ACL_SUCCESS);
 }
@@ -288,9 +237,9 @@ static void test_sync_timeout_and_query(void **state)
     assert_int_equal(zccl_stream_enqueue(s, task_block, (void *)(intptr_t)77, NULL), ACL_SUCCESS);
     assert_int_equal(aclrtStreamQuery(s, &st), ACL_SUCCESS);
     assert_int_equal(st, ACL_STREAM_STATUS_NOT_READY);
-    EXPECT_ERR(aclrtSynchronizeStreamWithTimeout(s, 0), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
-    EXPECT_ERR(aclrtSynchronizeStreamWithTimeout(s, 30), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
-    EXPECT_ERR(aclrtSynchronizeDeviceWithTimeout(20), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    ZT_EXPECT_ERR(aclrtSynchronizeStreamWithTimeout(s, 0), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    ZT_EXPECT_ERR(aclrtSynchronizeStreamWithTimeout(s, 30), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    ZT_EXPECT_ERR(aclrtSynchronizeDeviceWithTimeout(20), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
     atomic_store(&gate, 1);
     /* The task's error is still there for the synchronize that sees it finish. */
     assert_int_equal(aclrtSynchronizeStreamWithTimeout(s, -1), 77);
@@ -403,11 +352,11 @@ static void test_task_uses_own_stream(void **state)
     reset_counters();
     assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
     assert_int_equal(aclrtCreateStream(&self_stream), ACL_SUCCESS);
-    long m = lg_mark();
+    long m = zt_lg_mark();
     assert_int_equal(zccl_stream_enqueue(self_stream, task_misuse_self, NULL, NULL), ACL_SUCCESS);
     assert_int_equal(aclrtSynchronizeStream(self_stream), ACL_SUCCESS);
     assert_int_equal(aclrtSynchronizeStream(self_stream), ACL_SUCCESS);
-    assert_int_equal(lg_lines_since(m), 2);
+    assert_int_equal(zt_lg_lines_since(m), 2);
     assert_int_equal(atomic_load(&self_sync_rc), ACL_ERROR_RT_PARAM_INVALID);
     assert_int_equal(atomic_load(&self_destroy_rc), ACL_ERROR_RT_PARAM_INVALID);
     assert_int_equal(atomic_load(&ran_n), 1);
@@ -504,10 +453,7 @@ static void test_finalize_drains_default(void **state)
 
 int main(void)
 {
-    snprintf(lg_path, sizeof(lg_path), "/tmp/zccl-test-vmm-stream-%d.log", (int)getpid());
-    unlink(lg_path);
-    setenv("ZCCL_LOG_FILE", lg_path, 1);
-    setenv("ZCCL_LOG_LEVEL", "warn", 1);
+    zt_lg_open("stream");
     unsetenv("ZCCL_DEVICES");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_destroy_bad_input),
@@ -523,6 +469,6 @@ int main(void)
         cmocka_unit_test(test_finalize_drains_default),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    unlink(lg_path);
+    zt_lg_close();
     return rc;
 }
