@@ -150,6 +150,9 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     c->ctrl_fd = -1;
     c->ccl_fd = -1;
     c->p2p_fd = -1;
+    for (int r = 0; r < ZH_MAX_RANKS; r++) {
+        c->peers[r].pidfd = -1; /* calloc's 0 is a real fd: zh_ctrl_destroy closes pidfd >= 0 */
+    }
     c->buffsize = env->buffsize_mb << 20;
     c->exec_timeout_ns = env->exec_timeout_s * 1000000000ull;
     c->deterministic = env->deterministic;

@@ -32,6 +32,63 @@
 #define ZH_SLICE_NS 100000000ull
 #define ZH_YIELD_ITERS 256u
 
+/* Ranks of one process share one mapping of each control segment, so their
+ * atomics on a flag use one address (TSan and any address-based tool can
+ * see the release/acquire pairs); the mapping is refcounted: its owner and
+ * every same-process peer hold one reference. */
+#define ZH_CTRL_MAPS 1024
+typedef struct {
+    uint64_t token;
+    zh_ctrl_t *ctrl;
+    int refs;
+} zh_ctrl_map_t;
+static pthread_mutex_t zh_ctrl_maps_lock = PTHREAD_MUTEX_INITIALIZER;
+static zh_ctrl_map_t zh_ctrl_maps[ZH_CTRL_MAPS];
+
+static int zh_ctrl_map_add(uint64_t token, zh_ctrl_t *ctrl)
+{
+    int ok = 0;
+    pthread_mutex_lock(&zh_ctrl_maps_lock);
+    for (int i = 0; i < ZH_CTRL_MAPS && !ok; i++) {
+        if (zh_ctrl_maps[i].refs == 0) {
+            zh_ctrl_maps[i] = (zh_ctrl_map_t){token, ctrl, 1};
+            ok = 1;
+        }
+    }
+    pthread_mutex_unlock(&zh_ctrl_maps_lock);
+    return ok ? ZC_OK : ZC_ERR_OVERLIMIT;
+}
+
+static zh_ctrl_t *zh_ctrl_map_ref(uint64_t token)
+{
+    zh_ctrl_t *found = NULL;
+    pthread_mutex_lock(&zh_ctrl_maps_lock);
+    for (int i = 0; i < ZH_CTRL_MAPS && found == NULL; i++) {
+        if (zh_ctrl_maps[i].refs > 0 && zh_ctrl_maps[i].token == token) {
+            zh_ctrl_maps[i].refs++;
+            found = zh_ctrl_maps[i].ctrl;
+        }
+    }
+    pthread_mutex_unlock(&zh_ctrl_maps_lock);
+    return found;
+}
+
+static void zh_ctrl_map_unref(zh_ctrl_t *ctrl)
+{
+    int last = 0;
+    pthread_mutex_lock(&zh_ctrl_maps_lock);
+    for (int i = 0; i < ZH_CTRL_MAPS; i++) {
+        if (zh_ctrl_maps[i].refs > 0 && zh_ctrl_maps[i].ctrl == ctrl) {
+            last = --zh_ctrl_maps[i].refs == 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&zh_ctrl_maps_lock);
+    if (last) {
+        munmap(ctrl, ZC_ALIGN_UP(sizeof(zh_ctrl_t), 4096));
+    }
+}
+
 static int zh_pidfd_open(pid_t pid)
 {
 #ifdef SYS_pidfd_open
@@ -78,6 +135,14 @@ int zh_ctrl_create(zh_comm_t *c)
         close(fd);
         return st;
     }
+    st = zh_ctrl_map_add(c->ctrl_token, ctrl);
+    if (st != ZC_OK) {
+        (void)zccl_broker_withdraw(c->ctrl_token);
+        c->ctrl_token = 0;
+        munmap(p, sz);
+        close(fd);
+        return st;
+    }
     c->ctrl = ctrl;
     c->ctrl_fd = fd;
     return ZC_OK;
@@ -94,6 +159,15 @@ int zh_ctrl_attach_peers(zh_comm_t *c, const zh_boot_entry_t *table)
         p->pidfd = -1;
         if (r == c->rank) {
             p->ctrl = c->ctrl;
+            continue;
+        }
+        if (p->same_proc) {
+            p->ctrl = zh_ctrl_map_ref(p->ctrl_token);
+            if (p->ctrl == NULL) {
+                ZC_WARN(ZC_SUB_COMM, "rank %d: no control segment of rank %d in this process",
+                        c->rank, r);
+                return ZC_ERR_INTERNAL;
+            }
             continue;
         }
         int fd = -1;
@@ -131,7 +205,11 @@ void zh_ctrl_destroy(zh_comm_t *c)
     for (int r = 0; r < c->nranks; r++) {
         zh_peer_t *p = &c->peers[r];
         if (r != c->rank && p->ctrl != NULL) {
-            munmap(p->ctrl, sz);
+            if (p->same_proc) {
+                zh_ctrl_map_unref(p->ctrl);
+            } else {
+                munmap(p->ctrl, sz);
+            }
         }
         p->ctrl = NULL;
         if (p->pidfd >= 0) {
@@ -144,7 +222,7 @@ void zh_ctrl_destroy(zh_comm_t *c)
         c->ctrl_token = 0;
     }
     if (c->ctrl != NULL) {
-        munmap(c->ctrl, sz);
+        zh_ctrl_map_unref(c->ctrl);
         c->ctrl = NULL;
     }
     if (c->ctrl_fd >= 0) {
@@ -294,7 +372,11 @@ int zh_ctrl_barrier(zh_comm_t *c)
     if (c->nranks == 1) {
         return ZC_OK;
     }
-    return zh_wait_peers(c, offsetof(zh_ctrl_t, ctrl), c->ctrl_count);
+    int st = zh_wait_peers(c, offsetof(zh_ctrl_t, ctrl), c->ctrl_count);
+    if (st == ZC_ERR_REMOTE || st == ZC_ERR_TIMEOUT) {
+        zh_comm_fail(c, zh_result(st)); /* the comm is broken, as after a failed op */
+    }
+    return st;
 }
 
 /* Seqlock over my ranges/regions: peers read them only inside ops, while I

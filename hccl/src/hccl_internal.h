@@ -87,11 +87,13 @@ typedef struct {
 
 /* The line every op starts with: its first two words are a flag (value =
  * seq of the op posted in this slot, sleepers) so waits treat it as one; the
- * rest is what ranks must agree on and, for AllReduce of at most
- * ZH_INLINE_MAX bytes on activated memory, the data itself, so a small op
- * costs one cache-line transfer per peer and no exit barrier (the slot is
- * reused two ops later, when every peer has provably read it). */
-#define ZH_INLINE_MAX 24
+ * rest is what ranks must agree on and, for a small AllReduce / AllGather on
+ * activated memory, the data itself: up to ZH_POST_DATA bytes in this line,
+ * up to ZH_INLINE_MAX in the slot's inline area. Such an op costs one
+ * transfer of the data per peer and no exit barrier (the slot is reused two
+ * ops later, when every peer has provably read it). */
+#define ZH_POST_DATA 24
+#define ZH_INLINE_MAX 4096
 typedef struct {
     _Alignas(ZC_CACHELINE) atomic_uint value;
     atomic_uint sleepers;
@@ -101,7 +103,7 @@ typedef struct {
     uint8_t zc_ok;
     int32_t root;
     uint64_t count;
-    uint8_t data[ZH_INLINE_MAX];
+    uint8_t data[ZH_POST_DATA];
 } zh_post_t;
 _Static_assert(sizeof(zh_post_t) == ZC_CACHELINE, "post slot is one cache line");
 _Static_assert(offsetof(zh_post_t, value) == offsetof(zh_flag_t, value) &&
@@ -164,6 +166,7 @@ typedef struct {
     zh_flag_t error;   /* non-zero: a HcclResult this rank failed with */
     zh_flag_t table;   /* seqlock over ranges/regions (odd = being written) */
     zh_post_t post[2];  /* by seq & 1 */
+    _Alignas(ZC_CACHELINE) uint8_t idata[2][ZH_INLINE_MAX]; /* inline data, by seq & 1 */
     uint64_t ccl_token; /* CCL buffer offer, 0 until created */
     uint64_t ccl_bytes;
     zh_desc_t desc[2];  /* by seq & 1 */
@@ -257,7 +260,7 @@ typedef struct zh_comm {
     atomic_uint_fast64_t staged_bytes;
     atomic_uint_fast64_t zc_ops;
     atomic_uint_fast64_t buf_ops;
-    atomic_uint_fast64_t inline_bytes; /* AllReduce bytes carried in post slots */
+    atomic_uint_fast64_t inline_bytes; /* bytes carried in post slots (small ops) */
 } zh_comm_t;
 
 #define ZH_COMM_MAGIC 0x7a63636cu

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "zc/log.h"
+#include "zc/sync.h"
 #include "zccl/vmm_ext.h"
 
 typedef struct {
@@ -139,9 +140,14 @@ static int zh_op_exec(zh_comm_t *c, const zh_task_t *t)
     post->zc_ok = (uint8_t)mine->zc_ok;
     post->root = op->root;
     post->count = op->count;
-    size_t inline_bytes = op->kind == ZH_OP_ALLREDUCE ? op->send_bytes : ZH_INLINE_MAX + 1;
-    if (inline_bytes <= ZH_INLINE_MAX && inline_bytes > 0) {
-        memcpy(post->data, op->send, inline_bytes);
+    /* Small AllReduce / AllGather: my input travels with my post (used only
+     * if every rank is on activated memory, which we learn from the posts). */
+    size_t inline_bytes = op->kind == ZH_OP_ALLREDUCE || op->kind == ZH_OP_ALLGATHER
+                              ? op->send_bytes
+                              : ZH_INLINE_MAX + 1;
+    uint8_t *inl = inline_bytes <= ZH_POST_DATA ? post->data : c->ctrl->idata[seq & 1u];
+    if (inline_bytes <= ZH_INLINE_MAX && inline_bytes > 0 && mine->zc_ok) {
+        memcpy(inl, op->send, inline_bytes);
     }
     /* Entry: my post (release) and every peer's post of this op. */
     zh_flag_post((zh_flag_t *)(void *)post, seq);
@@ -171,10 +177,16 @@ static int zh_op_exec(zh_comm_t *c, const zh_task_t *t)
     if (zc && inline_bytes <= ZH_INLINE_MAX) {
         const void *src[ZH_MAX_RANKS];
         for (int q = 0; q < c->nranks; q++) {
-            src[q] = p[q]->data;
+            zh_ctrl_t *pc = c->peers[q].ctrl;
+            src[q] = inline_bytes <= ZH_POST_DATA ? pc->post[seq & 1u].data : pc->idata[seq & 1u];
         }
-        if (inline_bytes > 0) {
+        if (inline_bytes > 0 && op->kind == ZH_OP_ALLREDUCE) {
             coll_reduce_n(op->recv, src, c->nranks, op->count, op->dtype, op->redop);
+        } else if (inline_bytes > 0) {
+            for (int q = 0; q < c->nranks; q++) {
+                /* memmove: in place, my own block is already where it goes */
+                memmove((char *)op->recv + (size_t)q * inline_bytes, src[q], inline_bytes);
+            }
         }
         atomic_fetch_add_explicit(&c->zc_ops, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&c->inline_bytes, inline_bytes, memory_order_relaxed);
@@ -227,6 +239,14 @@ static int zh_op_exec(zh_comm_t *c, const zh_task_t *t)
                 in[q] = src;
                 if (result == ZC_OK) {
                     result = zh_mem_translate(c, q, d[q]->recv_va, d[q]->recv_bytes, &out[q]);
+                }
+                /* A live peer serves the blocks it published for as long as
+                 * the op runs: a fetch that fails means it died (its broker
+                 * goes before its pidfd says so) or is broken. */
+                if (result == ZC_ERR_NOT_FOUND || result == ZC_ERR_IO ||
+                    result == ZC_ERR_CONNECT ||
+                    (result != ZC_OK && zh_wait_check(c, q, zc_time_ns()) == ZC_ERR_REMOTE)) {
+                    result = ZC_ERR_REMOTE;
                 }
             }
             if (result == ZC_OK) {

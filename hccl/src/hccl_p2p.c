@@ -361,6 +361,7 @@ static int zh_p2p_run(zh_comm_t *c, zh_batch_t *b)
         }
         if (moved) {
             idle = 0;
+            start = zc_time_ns(); /* the exec timeout bounds a stall, not a transfer */
             continue;
         }
         idle++;

@@ -55,11 +55,11 @@
 #define FK_DETECT_MS 2000
 #define FK_LATER_MS 500
 #define FK_CONNECT_S 3
-#define FK_BLOCK (16u << 20)          /* zero-copy block: send at 0, recv at 4 MB */
+#define FK_BLOCK (16u << 20) /* zero-copy block: send at 0, recv at 4 MB */
 #define FK_RECV_OFF (4u << 20)
 #define FK_MID_OPS 40
-#define FK_MID_BUF_COUNT (1u << 20)   /* floats per buffered op: 4 MB */
-#define FK_MID_ZC_COUNT (1u << 20)    /* floats per zero-copy AllGather send: 4 MB */
+#define FK_MID_BUF_COUNT (1u << 20) /* floats per buffered op: 4 MB */
+#define FK_MID_ZC_COUNT (1u << 20)  /* floats per zero-copy AllGather send: 4 MB */
 #define FK_SMALL 1024
 #define FK_LAUNCH_TIMEOUT_S 50
 
@@ -82,16 +82,16 @@ enum {
 };
 
 static const char *const fk_phase_names[FK_NPHASES] = {
-    "init-nojoin", "init-root", "init-mid", "steady", "set-range", "activate",
-    "op-zero-copy", "op-buffered", "barrier", "send-recv", "mid-buffered", "mid-zero-copy"};
+    "init-nojoin",  "init-root",   "init-mid", "steady",    "set-range",    "activate",
+    "op-zero-copy", "op-buffered", "barrier",  "send-recv", "mid-buffered", "mid-zero-copy"};
 
 /* What one survivor saw. */
 typedef struct {
-    int done;            /* 1: the rank reached its checks */
-    int failed_step;     /* first step that failed */
-    int code;            /* what it failed with */
-    int64_t detect_ms;   /* failure time - death time */
-    int64_t later_ms;    /* a later op's call + sync */
+    int done;          /* 1: the rank reached its checks */
+    int failed_step;   /* first step that failed */
+    int code;          /* what it failed with */
+    int64_t detect_ms; /* failure time - death time */
+    int64_t later_ms;  /* a later op's call + sync */
     int later_code;
     int async_code;
     int64_t destroy_ms;
@@ -101,8 +101,8 @@ typedef struct {
     int phase;
     int victim;
     int sig;
-    int init_delay_ms;     /* FK_INIT_MID: delay before the victim dies */
-    int too_late;          /* a MID victim found its ops complete already */
+    int init_delay_ms; /* FK_INIT_MID: delay before the victim dies */
+    int too_late;      /* a MID victim found its ops complete already */
     atomic_ullong death_ns;
     fk_result_t res[FK_NRANKS];
 } fk_shared_t;
@@ -113,11 +113,11 @@ typedef struct {
     int device;
     aclrtStream stream;
     HcclComm comm;
-    void *va;              /* zero-copy reservation (one block) */
+    void *va; /* zero-copy reservation (one block) */
     aclrtDrvMemHandle h;
     int range_set;
     int active;
-    unsigned char *plain;  /* 2 * FK_BLOCK of aclrtMalloc memory */
+    unsigned char *plain; /* 2 * FK_BLOCK of aclrtMalloc memory */
 } fk_rank_t;
 
 static uint64_t fk_now_ns(void)
@@ -186,8 +186,7 @@ static int fk_setup(fk_rank_t *r, int rank)
         return -1;
     }
     r->device = rank % (int)ndev;
-    if (aclrtSetDevice(r->device) != ACL_SUCCESS ||
-        aclrtCreateStream(&r->stream) != ACL_SUCCESS) {
+    if (aclrtSetDevice(r->device) != ACL_SUCCESS || aclrtCreateStream(&r->stream) != ACL_SUCCESS) {
         fprintf(stderr, "[rank %d] set device / create stream failed\n", rank);
         return -1;
     }
@@ -296,8 +295,8 @@ static int fk_mid(fk_shared_t *sh, fk_rank_t *r, int zero_copy)
             h = HcclAllGather(base, base + FK_RECV_OFF, FK_MID_ZC_COUNT, HCCL_DATA_TYPE_FP32,
                               r->comm, r->stream);
         } else {
-            h = HcclAllReduce(r->plain, r->plain + FK_BLOCK, FK_MID_BUF_COUNT,
-                              HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, r->comm, r->stream);
+            h = HcclAllReduce(r->plain, r->plain + FK_BLOCK, FK_MID_BUF_COUNT, HCCL_DATA_TYPE_FP32,
+                              HCCL_REDUCE_SUM, r->comm, r->stream);
         }
         first = (int)h;
     }
@@ -382,9 +381,10 @@ static int fk_after(fk_shared_t *sh, fk_rank_t *r, fk_result_t *res)
     res->later_ms = (int64_t)((fk_now_ns() - t0) / 1000000u);
     res->later_code = e;
     if (e == 0 || res->later_ms > FK_LATER_MS) {
-        fprintf(stderr, "[rank %d] %s: a later op returned %d after %lld ms (want an error "
-                "within %d ms)\n", r->rank, fk_phase_names[sh->phase], e,
-                (long long)res->later_ms, FK_LATER_MS);
+        fprintf(stderr,
+                "[rank %d] %s: a later op returned %d after %lld ms (want an error "
+                "within %d ms)\n",
+                r->rank, fk_phase_names[sh->phase], e, (long long)res->later_ms, FK_LATER_MS);
         fails++;
     }
     t0 = fk_now_ns();
@@ -438,8 +438,7 @@ static int fk_init(fk_shared_t *sh, fk_rank_t *r, const HcclRootInfo *root, fk_r
         /* Nobody can tell a rank that never comes from a slow one. The first
          * survivor to give up leaves the root, which then fails the others
          * with HCCL_E_REMOTE (their own deadlines were a few ms away). */
-        ok = ok && (h == HCCL_E_TIMEOUT || h == HCCL_E_REMOTE) &&
-             took >= FK_CONNECT_S * 1000 - 500;
+        ok = ok && (h == HCCL_E_TIMEOUT || h == HCCL_E_REMOTE) && took >= FK_CONNECT_S * 1000 - 500;
     } else {
         ok = ok && (h == HCCL_E_TIMEOUT || h == HCCL_E_TCP_CONNECT || h == HCCL_E_TCP_TRANSFER ||
                     h == HCCL_E_REMOTE || h == HCCL_E_NOT_FOUND);
@@ -486,10 +485,11 @@ static int fk_rank_main(int rank, int nranks, const HcclRootInfo *root, void *ar
                        (sh->phase <= FK_INIT_MID && s == FK_STEADY);
         if (!expected || e != HCCL_E_REMOTE || res->detect_ms < 0 ||
             res->detect_ms > FK_DETECT_MS) {
-            fprintf(stderr, "[rank %d] %s: step %s failed with %d, %lld ms after the death "
-                    "(want HCCL_E_REMOTE at step %s within %d ms)\n", rank,
-                    fk_phase_names[sh->phase], fk_phase_names[s], e, (long long)res->detect_ms,
-                    fk_phase_names[sh->phase], FK_DETECT_MS);
+            fprintf(stderr,
+                    "[rank %d] %s: step %s failed with %d, %lld ms after the death "
+                    "(want HCCL_E_REMOTE at step %s within %d ms)\n",
+                    rank, fk_phase_names[sh->phase], fk_phase_names[s], e,
+                    (long long)res->detect_ms, fk_phase_names[sh->phase], FK_DETECT_MS);
             fails++;
         }
         fails += fk_after(sh, &r, res);
@@ -514,8 +514,8 @@ static int fk_rank_main(int rank, int nranks, const HcclRootInfo *root, void *ar
 /* Run one case and print its figures; returns failed survivors. */
 static int fk_run(int phase, int victim, int sig, int init_delay_ms)
 {
-    fk_shared_t *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                           -1, 0);
+    fk_shared_t *sh =
+        mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     assert_true(sh != MAP_FAILED);
     memset(sh, 0, sizeof(*sh));
     sh->phase = phase;
@@ -537,8 +537,7 @@ static int fk_run(int phase, int victim, int sig, int init_delay_ms)
         off += snprintf(line + off, sizeof(line) - (size_t)off,
                         " rank %d: %d at %s after %lld ms (later op %lld ms, destroy %lld ms);", r,
                         x->code, x->failed_step >= 0 ? fk_phase_names[x->failed_step] : "-",
-                        (long long)x->detect_ms, (long long)x->later_ms,
-                        (long long)x->destroy_ms);
+                        (long long)x->detect_ms, (long long)x->later_ms, (long long)x->destroy_ms);
         if (off >= (int)sizeof(line)) {
             break;
         }

@@ -151,7 +151,8 @@ HcclResult HcclGetRankId(HcclComm comm, uint32_t *rank);
  *
  * @param comm the communicator.
  * @param stream stream to enqueue on.
- * @return HCCL_SUCCESS; HCCL_E_PTR if @p comm or @p stream is NULL;
+ * A NULL @p stream is the current device's default stream.
+ * @return HCCL_SUCCESS; HCCL_E_PTR if @p comm is NULL;
  *         HCCL_E_SUSPENDING if the communicator is suspended.
  */
 HcclResult HcclBarrier(HcclComm comm, aclrtStream stream);
@@ -243,19 +244,23 @@ static inline void HcclCommConfigInit(HcclCommConfig *config)
 }
 
 /**
- * @brief Suspend the communicator: new operations fail with
- *        HCCL_E_SUSPENDING until HcclCommResume().
+ * @brief Suspend the communicator (NPU link recovery in CANN).
+ *
+ * zccl has no links to suspend: it always returns HCCL_E_NOT_SUPPORT and logs
+ * one line saying so.
  *
  * @param comm the communicator.
- * @return HCCL_SUCCESS; HCCL_E_PTR if @p comm is NULL.
+ * @return HCCL_E_NOT_SUPPORT.
  */
 HcclResult HcclCommSuspend(HcclComm comm);
 
 /**
- * @brief Clear a suspended communicator's error state and accept work again.
+ * @brief Resume a suspended communicator (NPU link recovery in CANN).
+ *
+ * zccl never suspends: it always returns HCCL_E_NOT_SUPPORT and logs one line.
  *
  * @param comm the communicator.
- * @return HCCL_SUCCESS; HCCL_E_PTR if @p comm is NULL.
+ * @return HCCL_E_NOT_SUPPORT.
  */
 HcclResult HcclCommResume(HcclComm comm);
 

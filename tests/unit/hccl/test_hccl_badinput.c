@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +56,7 @@ static void bi_check(const char *what, int line, int got, int want)
 #define BI(call, want) bi_check(#call, __LINE__, (int)(call), (int)(want))
 
 /* A string result (HcclGetErrorString) counts as a case too. */
-#define BI_STR(call, want)                                                                     \
-    bi_check(#call, __LINE__, strcmp((call), (want)) == 0 ? 0 : 1, 0)
+#define BI_STR(call, want) bi_check(#call, __LINE__, strcmp((call), (want)) == 0 ? 0 : 1, 0)
 
 /* The call must be accepted and its op must complete with success. */
 static int bi_op_ok(HcclResult r)
@@ -76,8 +76,8 @@ static void bi_still_works(const char *group)
         in[i] = i * 3 - 7;
         out[i] = 0;
     }
-    BI(bi_op_ok(HcclAllReduce(in, out, 1000, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, bi.comm,
-                              bi.stream)),
+    BI(bi_op_ok(
+           HcclAllReduce(in, out, 1000, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, bi.comm, bi.stream)),
        HCCL_SUCCESS);
     int bad = 0;
     for (int i = 0; i < 1000; i++) {
@@ -215,18 +215,31 @@ static void test_comm_calls(void **state)
 }
 
 /* Root infos and configs that are wrong. */
+/* Which of fds 0..BI_FDS-1 are open. */
+#define BI_FDS 256
+static void bi_open_fds(unsigned char *open_fds)
+{
+    for (int fd = 0; fd < BI_FDS; fd++) {
+        open_fds[fd] = fcntl(fd, F_GETFD) != -1;
+    }
+}
+
 static void test_init_args(void **state)
 {
     (void)state;
     HcclComm c = NULL;
+    HcclRootInfo r;
+    BI(HcclGetRootInfo(&r), HCCL_SUCCESS);
+    /* A failed init must close nothing it did not open (stdin included). */
+    unsigned char fds0[BI_FDS];
+    unsigned char fds1[BI_FDS];
+    bi_open_fds(fds0);
     HcclRootInfo junk;
     memset(&junk, 0, sizeof(junk));
     BI(HcclCommInitRootInfo(1, &junk, 0, &c), HCCL_E_PARA);
     memset(&junk, 'x', sizeof(junk)); /* no NUL-terminated IP, no magic */
     BI(HcclCommInitRootInfo(1, &junk, 0, &c), HCCL_E_PARA);
     /* A real root info whose IP string was damaged. */
-    HcclRootInfo r;
-    BI(HcclGetRootInfo(&r), HCCL_SUCCESS);
     junk = r;
     memcpy(junk.internal, "999.1.2.3", 10);
     BI(HcclCommInitRootInfo(1, &junk, 0, &c), HCCL_E_PARA);
@@ -257,6 +270,9 @@ static void test_init_args(void **state)
     cfg.hcclExecTimeOut = -5;
     BI(HcclCommInitRootInfoConfig(1, &r, 0, &cfg, &c), HCCL_E_PARA);
     bi_check("init outputs untouched", __LINE__, c != NULL, 0);
+    bi_open_fds(fds1);
+    bi_check("failed inits left the open fds as they were", __LINE__,
+             memcmp(fds0, fds1, sizeof(fds0)) != 0, 0);
     /* The config checks came before the rendezvous: r is still good. */
     HcclCommConfigInit(&cfg);
     cfg.hcclExecTimeOut = 7;
@@ -304,9 +320,9 @@ static void test_memory_range(void **state)
     prop.memAttr = ACL_HBM_MEM_HUGE;
     prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
     size_t g = 0;
-    assert_int_equal(aclrtMemGetAllocationGranularity(&prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM,
-                                                      &g),
-                     ACL_SUCCESS);
+    assert_int_equal(
+        aclrtMemGetAllocationGranularity(&prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g),
+        ACL_SUCCESS);
     void *va = NULL;
     assert_int_equal(aclrtReserveMemAddress(&va, 4 * g, 0, NULL, 0), ACL_SUCCESS);
     char *b = va;
@@ -327,8 +343,8 @@ static void test_memory_range(void **state)
     BI(HcclCommSetMemoryRange(bi.comm, b, 3 * g, 3, 0), HCCL_E_PARA);
     BI(HcclCommSetMemoryRange(bi.comm, b + 1, 3 * g, 4096, 0), HCCL_E_PARA);
     BI(HcclCommSetMemoryRange(bi.comm, b, 3 * g, 0, 0), HCCL_SUCCESS);
-    BI(HcclCommSetMemoryRange(bi.comm, b, 3 * g, 0, 0), HCCL_E_PARA);      /* same range */
-    BI(HcclCommSetMemoryRange(bi.comm, b + g, g, 0, 0), HCCL_E_PARA);      /* inside it */
+    BI(HcclCommSetMemoryRange(bi.comm, b, 3 * g, 0, 0), HCCL_E_PARA);         /* same range */
+    BI(HcclCommSetMemoryRange(bi.comm, b + g, g, 0, 0), HCCL_E_PARA);         /* inside it */
     BI(HcclCommSetMemoryRange(bi.comm, b + 2 * g, 2 * g, 0, 0), HCCL_E_PARA); /* overlaps */
 
     BI(HcclCommActivateCommMemory(NULL, b, g, 0, h1, 0), HCCL_E_PTR);
@@ -339,7 +355,7 @@ static void test_memory_range(void **state)
     BI(HcclCommActivateCommMemory(bi.comm, b, g, 64, h1, 0), HCCL_E_PARA);
     BI(HcclCommActivateCommMemory(bi.comm, b, g, 0, h1, 1), HCCL_E_PARA);
     BI(HcclCommActivateCommMemory(bi.comm, b, g, 0, (aclrtDrvMemHandle)&local, 0), HCCL_E_PARA);
-    BI(HcclCommActivateCommMemory(bi.comm, b, 2 * g, 0, h1, 0), HCCL_E_PARA); /* > handle */
+    BI(HcclCommActivateCommMemory(bi.comm, b, 2 * g, 0, h1, 0), HCCL_E_PARA);      /* > handle */
     BI(HcclCommActivateCommMemory(bi.comm, bi.send, 4096, 0, h1, 0), HCCL_E_PARA); /* no range */
     BI(HcclCommActivateCommMemory(bi.comm, b + 3 * g, g, 0, h1, 0), HCCL_E_PARA);  /* past it */
     BI(HcclCommActivateCommMemory(bi.comm, b + g, 2 * g, 0, h2, 0), HCCL_SUCCESS);
@@ -366,8 +382,8 @@ static void test_memory_range(void **state)
     for (int i = 0; i < 512; i++) {
         zs[i] = i;
     }
-    BI(bi_op_ok(HcclAllReduce(zs, zr, 512, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, bi.comm,
-                              bi.stream)),
+    BI(bi_op_ok(
+           HcclAllReduce(zs, zr, 512, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, bi.comm, bi.stream)),
        HCCL_SUCCESS);
     bi_check("zero-copy result", __LINE__, zr[511] != 511, 0);
 
@@ -375,7 +391,7 @@ static void test_memory_range(void **state)
     BI(HcclCommDeactivateCommMemory(bi.comm, b + g), HCCL_E_NOT_FOUND); /* twice */
     BI(HcclCommDeactivateCommMemory(bi.comm, b), HCCL_SUCCESS);
     BI(HcclCommUnsetMemoryRange(bi.comm, b), HCCL_SUCCESS);
-    BI(HcclCommUnsetMemoryRange(bi.comm, b), HCCL_E_NOT_FOUND); /* twice */
+    BI(HcclCommUnsetMemoryRange(bi.comm, b), HCCL_E_NOT_FOUND);           /* twice */
     BI(HcclCommActivateCommMemory(bi.comm, b, g, 0, h1, 0), HCCL_E_PARA); /* range gone */
 
     assert_int_equal(aclrtUnmapMem(b), ACL_SUCCESS);
@@ -417,8 +433,7 @@ static void test_collectives(void **state)
     BI(HcclAllReduce(s, NULL, 16, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, c, st), HCCL_E_PTR);
     BI(HcclAllReduce(s, r, huge, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, c, st), HCCL_E_PARA);
     BI(HcclAllReduce(s, r, UINT64_MAX, HCCL_DATA_TYPE_INT8, HCCL_REDUCE_SUM, c, st), HCCL_E_PARA);
-    BI(HcclAllReduce(s, r, 16, HCCL_DATA_TYPE_FP8E4M3, HCCL_REDUCE_SUM, c, st),
-       HCCL_E_NOT_SUPPORT);
+    BI(HcclAllReduce(s, r, 16, HCCL_DATA_TYPE_FP8E4M3, HCCL_REDUCE_SUM, c, st), HCCL_E_NOT_SUPPORT);
     BI(HcclAllReduce(s, r, 16, HCCL_DATA_TYPE_HIF8, HCCL_REDUCE_PROD, c, st), HCCL_E_NOT_SUPPORT);
     BI(bi_op_ok(HcclAllReduce(NULL, NULL, 0, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, c, st)),
        HCCL_SUCCESS); /* nothing to move: NULL is fine */
@@ -486,8 +501,7 @@ static void test_collectives(void **state)
     BI(HcclReduce(s, r, 16, bad_t, HCCL_REDUCE_SUM, 0, c, st), HCCL_E_PARA);
     BI(HcclReduce(NULL, r, 16, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, 0, c, st), HCCL_E_PTR);
     BI(HcclReduce(s, NULL, 16, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, 0, c, st), HCCL_E_PTR);
-    BI(HcclReduce(s, r, 16, HCCL_DATA_TYPE_INT128, HCCL_REDUCE_PROD, 0, c, st),
-       HCCL_E_NOT_SUPPORT);
+    BI(HcclReduce(s, r, 16, HCCL_DATA_TYPE_INT128, HCCL_REDUCE_PROD, 0, c, st), HCCL_E_NOT_SUPPORT);
 
     /* Scatter */
     BI(HcclScatter(s, r, 16, HCCL_DATA_TYPE_INT32, 0, NULL, st), HCCL_E_PTR);
@@ -511,11 +525,9 @@ static void test_collectives(void **state)
        HCCL_E_PARA);
 
     /* AlltoAllV and AlltoAllVC */
-    BI(HcclAlltoAllV(s, cnt, dsp, HCCL_DATA_TYPE_INT8, r, cnt, dsp, HCCL_DATA_TYPE_INT8, NULL,
-                     st),
+    BI(HcclAlltoAllV(s, cnt, dsp, HCCL_DATA_TYPE_INT8, r, cnt, dsp, HCCL_DATA_TYPE_INT8, NULL, st),
        HCCL_E_PTR);
-    BI(HcclAlltoAllV(s, cnt, dsp, HCCL_DATA_TYPE_INT8, r, cnt, dsp, HCCL_DATA_TYPE_INT8, bogus,
-                     st),
+    BI(HcclAlltoAllV(s, cnt, dsp, HCCL_DATA_TYPE_INT8, r, cnt, dsp, HCCL_DATA_TYPE_INT8, bogus, st),
        HCCL_E_PARA);
     BI(HcclAlltoAllV(s, NULL, dsp, HCCL_DATA_TYPE_INT8, r, cnt, dsp, HCCL_DATA_TYPE_INT8, c, st),
        HCCL_E_PTR);
@@ -524,8 +536,7 @@ static void test_collectives(void **state)
     BI(HcclAlltoAllV(s, cnt, dsp, HCCL_DATA_TYPE_INT8, r, cnt, dsp, HCCL_DATA_TYPE_FP16, c, st),
        HCCL_E_PARA);
     BI(HcclAlltoAllV(s, cnt, dsp, bad_t, r, cnt, dsp, bad_t, c, st), HCCL_E_PARA);
-    BI(HcclAlltoAllV(s, absurd, dsp, HCCL_DATA_TYPE_INT8, r, cnt, dsp, HCCL_DATA_TYPE_INT8, c,
-                     st),
+    BI(HcclAlltoAllV(s, absurd, dsp, HCCL_DATA_TYPE_INT8, r, cnt, dsp, HCCL_DATA_TYPE_INT8, c, st),
        HCCL_E_PARA);
     BI(HcclAlltoAllV(NULL, cnt, dsp, HCCL_DATA_TYPE_INT8, r, cnt, dsp, HCCL_DATA_TYPE_INT8, c, st),
        HCCL_E_PTR);
@@ -585,8 +596,7 @@ static void test_p2p_group_stream(void **state)
     aclrtStream dead = NULL;
     assert_int_equal(aclrtCreateStream(&dead), ACL_SUCCESS);
     assert_int_equal(aclrtDestroyStream(dead), ACL_SUCCESS);
-    BI(HcclAllReduce(s, bi.recv, 16, HCCL_DATA_TYPE_INT8, HCCL_REDUCE_SUM, c, &fake),
-       HCCL_E_PARA);
+    BI(HcclAllReduce(s, bi.recv, 16, HCCL_DATA_TYPE_INT8, HCCL_REDUCE_SUM, c, &fake), HCCL_E_PARA);
     BI(HcclAllReduce(s, bi.recv, 16, HCCL_DATA_TYPE_INT8, HCCL_REDUCE_SUM, c, dead), HCCL_E_PARA);
     BI(HcclBarrier(c, &fake), HCCL_E_PARA);
     BI(HcclBroadcast(s, 16, HCCL_DATA_TYPE_INT8, 0, c, dead), HCCL_E_PARA);
@@ -601,10 +611,8 @@ int main(void)
     /* Throwaway root infos stop listening after this long. */
     setenv("HCCL_CONNECT_TIMEOUT", "5", 1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_comm_calls),
-        cmocka_unit_test(test_init_args),
-        cmocka_unit_test(test_memory_range),
-        cmocka_unit_test(test_collectives),
+        cmocka_unit_test(test_comm_calls),       cmocka_unit_test(test_init_args),
+        cmocka_unit_test(test_memory_range),     cmocka_unit_test(test_collectives),
         cmocka_unit_test(test_p2p_group_stream),
     };
     return cmocka_run_group_tests(tests, bi_setup, bi_teardown);
