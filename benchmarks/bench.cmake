@@ -32,21 +32,21 @@ if(ZCCL_BUILD_TESTS)
     foreach(z 1 0)
       add_test(NAME bench_${tool}_np2_z${z}
         COMMAND ${ZCCL_BENCH_MPIRUN} -np 2 $<TARGET_FILE:${tool}> ${ZCCL_BENCH_SMOKE} -z ${z})
-      set_tests_properties(bench_${tool}_np2_z${z} PROPERTIES LABELS mpi TIMEOUT 300)
+      set_tests_properties(bench_${tool}_np2_z${z} PROPERTIES LABELS mpi RUN_SERIAL TRUE TIMEOUT 300)
     endforeach()
   endforeach()
   foreach(tool all_reduce_perf all_gather_perf)
     add_test(NAME bench_${tool}_np4_z1
       COMMAND ${ZCCL_BENCH_MPIRUN} -np 4 $<TARGET_FILE:${tool}> ${ZCCL_BENCH_SMOKE} -z 1)
-    set_tests_properties(bench_${tool}_np4_z1 PROPERTIES LABELS mpi TIMEOUT 300)
+    set_tests_properties(bench_${tool}_np4_z1 PROPERTIES LABELS mpi RUN_SERIAL TRUE TIMEOUT 300)
   endforeach()
   add_test(NAME bench_all_reduce_perf_np2_inplace_hccl
     COMMAND ${ZCCL_BENCH_MPIRUN} -np 2 $<TARGET_FILE:all_reduce_perf> -b 8 -e 64K -f 64 -n 5 -w 1
             -I 1 -d int32 -o max --format hccl)
-  set_tests_properties(bench_all_reduce_perf_np2_inplace_hccl PROPERTIES LABELS mpi TIMEOUT 300)
+  set_tests_properties(bench_all_reduce_perf_np2_inplace_hccl PROPERTIES LABELS mpi RUN_SERIAL TRUE TIMEOUT 300)
   foreach(np 2 4)
     add_test(NAME bench_train_dp_np${np}
       COMMAND ${ZCCL_BENCH_MPIRUN} -np ${np} $<TARGET_FILE:train_dp> --steps 4 --quick)
-    set_tests_properties(bench_train_dp_np${np} PROPERTIES LABELS mpi TIMEOUT 300)
+    set_tests_properties(bench_train_dp_np${np} PROPERTIES LABELS mpi RUN_SERIAL TRUE TIMEOUT 300)
   endforeach()
 endif()

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, build with -Werror, run ctest
-# (unit, mp, mpi, fault labels). Extra arguments go to ctest (e.g. -L unit).
+# (unit, mp, mpi, fault labels), then the sanitizer tier (scripts/sanitize.sh:
+# the suite under ASan+UBSan, the threaded tests under TSan, a multi-process
+# test under valgrind). Extra arguments go to ctest (e.g. -L unit) and skip
+# the sanitizer tier, as does ZCCL_SKIP_SANITIZERS=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -9,5 +12,7 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZCCL_WERROR=ON >/dev/
 cmake --build "$BUILD" -j"$(nproc)"
 # mpirun as root needs these; harmless otherwise.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-cd "$BUILD"
-ctest --output-on-failure --timeout 900 "$@"
+(cd "$BUILD" && ctest --output-on-failure --timeout 900 "$@")
+if [ $# -eq 0 ] && [ "${ZCCL_SKIP_SANITIZERS:-0}" != 1 ]; then
+    scripts/sanitize.sh
+fi
