@@ -50,28 +50,19 @@ HcclResult zh_result(int st)
     }
 }
 
-zh_comm_t *zh_comm_from(HcclComm comm, const char *fn)
+HcclResult zh_comm_get(HcclComm comm, const char *fn, zh_comm_t **out)
 {
-    zh_comm_t *c = zh_comm_lookup(comm);
-    if (c == NULL) {
-        ZC_WARN(ZC_SUB_COMM, "%s: comm %p is not a live communicator", fn, comm);
+    if (comm == NULL) {
+        ZC_WARN(ZC_SUB_COMM, "%s: comm is NULL", fn);
+        return HCCL_E_PTR;
     }
-    return c;
+    *out = zh_comm_lookup(comm);
+    if (*out == NULL) {
+        ZC_WARN(ZC_SUB_COMM, "%s: comm %p is not a live communicator", fn, comm);
+        return HCCL_E_PARA;
+    }
+    return HCCL_SUCCESS;
 }
-
-/* Resolve comm or return: NULL is HCCL_E_PTR, anything unknown HCCL_E_PARA. */
-#define ZH_COMM_OR_RETURN(var, comm)                                                           \
-    zh_comm_t *var = NULL;                                                                     \
-    do {                                                                                       \
-        if ((comm) == NULL) {                                                                  \
-            ZC_WARN(ZC_SUB_COMM, "%s: comm is NULL", __func__);                                \
-            return HCCL_E_PTR;                                                                 \
-        }                                                                                      \
-        var = zh_comm_from((comm), __func__);                                                  \
-        if (var == NULL) {                                                                     \
-            return HCCL_E_PARA;                                                                \
-        }                                                                                      \
-    } while (0)
 
 #define ZH_PTR_OR_RETURN(ptr)                                                                  \
     do {                                                                                       \

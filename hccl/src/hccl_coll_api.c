@@ -13,27 +13,6 @@
 
 #include "zc/log.h"
 
-#define ZH_COMM_OR_RETURN(var, comm)                                                           \
-    zh_comm_t *var = NULL;                                                                     \
-    do {                                                                                       \
-        if ((comm) == NULL) {                                                                  \
-            ZC_WARN(ZC_SUB_COLL, "%s: comm is NULL", __func__);                                \
-            return HCCL_E_PTR;                                                                 \
-        }                                                                                      \
-        var = zh_comm_from((comm), __func__);                                                  \
-        if (var == NULL) {                                                                     \
-            return HCCL_E_PARA;                                                                \
-        }                                                                                      \
-    } while (0)
-
-#define ZH_CHECK_RESULT(expr)                                                                  \
-    do {                                                                                       \
-        HcclResult zh_r_ = (expr);                                                             \
-        if (zh_r_ != HCCL_SUCCESS) {                                                           \
-            return zh_r_;                                                                      \
-        }                                                                                      \
-    } while (0)
-
 /* Element size of a dtype, or an error naming it. */
 static HcclResult zh_check_dtype(const char *fn, int dtype, size_t *size)
 {
@@ -115,36 +94,106 @@ static HcclResult zh_extent(const char *fn, const char *what, const zh_comm_t *c
     return HCCL_SUCCESS;
 }
 
+/* How a fixed-shape collective's buffers relate to its count: each buffer
+ * holds count x mult elements on every rank, or on the root only. */
+typedef struct {
+    zh_op_kind_t kind;
+    const char *count_name;
+    const char *send_name;
+    const char *recv_name;
+    uint64_t send_mult; /* 0: n (the number of ranks) */
+    uint64_t recv_mult; /* 0: n */
+    unsigned has_redop : 1;
+    unsigned has_root : 1;
+    unsigned send_root_only : 1;
+    unsigned recv_root_only : 1;
+} zh_shape_t;
+
+static HcclResult zh_coll_submit(zh_comm_t *c, const char *fn, const zh_shape_t *sh, int dtype,
+                                 int redop, uint32_t root, uint64_t count, const void *send,
+                                 void *recv, aclrtStream stream)
+{
+    size_t sz = 0;
+    uint64_t sb = 0;
+    uint64_t rb = 0;
+    uint64_t n = (uint64_t)c->nranks;
+    int is_root = (uint32_t)c->rank == root;
+    ZH_CHECK_RESULT(zh_check_dtype(fn, dtype, &sz));
+    if (sh->has_redop) {
+        ZH_CHECK_RESULT(zh_check_redop(fn, dtype, redop));
+    }
+    if (sh->has_root) {
+        ZH_CHECK_RESULT(zh_check_root(fn, c, root));
+    }
+    ZH_CHECK_RESULT(zh_bytes(fn, sh->count_name, count, sz, sh->send_mult ? sh->send_mult : n, &sb));
+    ZH_CHECK_RESULT(zh_bytes(fn, sh->count_name, count, sz, sh->recv_mult ? sh->recv_mult : n, &rb));
+    if (sh->send_root_only && !is_root) {
+        sb = 0;
+    }
+    if (sh->recv_root_only && !is_root) {
+        rb = 0;
+    }
+    ZH_CHECK_RESULT(zh_check_buf(fn, sh->send_name, send, sb));
+    ZH_CHECK_RESULT(zh_check_buf(fn, sh->recv_name, recv, rb));
+    zh_op_t o = {sh->kind, dtype, sh->has_redop ? redop : 0, sh->has_root ? (int)root : 0,
+                 count, send, recv, sb, rb, {0}};
+    return zh_op_submit(c, &o, stream);
+}
+
 ZC_EXPORT HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count,
                                    HcclDataType dataType, HcclReduceOp op, HcclComm comm,
                                    aclrtStream stream)
 {
+    static const zh_shape_t sh = {ZH_OP_ALLREDUCE, "count", "sendBuf", "recvBuf", 1, 1, 1, 0, 0, 0};
     ZH_COMM_OR_RETURN(c, comm);
-    size_t sz = 0;
-    uint64_t bytes = 0;
-    ZH_CHECK_RESULT(zh_check_dtype(__func__, dataType, &sz));
-    ZH_CHECK_RESULT(zh_check_redop(__func__, dataType, op));
-    ZH_CHECK_RESULT(zh_bytes(__func__, "count", count, sz, 1, &bytes));
-    ZH_CHECK_RESULT(zh_check_buf(__func__, "sendBuf", sendBuf, bytes));
-    ZH_CHECK_RESULT(zh_check_buf(__func__, "recvBuf", recvBuf, bytes));
-    zh_op_t o = {ZH_OP_ALLREDUCE, dataType, op, 0, count, sendBuf, recvBuf, bytes, bytes, {0}};
-    return zh_op_submit(c, &o, stream);
+    return zh_coll_submit(c, __func__, &sh, dataType, op, 0, count, sendBuf, recvBuf, stream);
 }
 
 ZC_EXPORT HcclResult HcclAllGather(void *sendBuf, void *recvBuf, uint64_t sendCount,
                                    HcclDataType dataType, HcclComm comm, aclrtStream stream)
 {
+    static const zh_shape_t sh = {ZH_OP_ALLGATHER, "sendCount", "sendBuf", "recvBuf", 1, 0, 0, 0,
+                                  0, 0};
     ZH_COMM_OR_RETURN(c, comm);
-    size_t sz = 0;
-    uint64_t sb = 0;
-    uint64_t rb = 0;
-    ZH_CHECK_RESULT(zh_check_dtype(__func__, dataType, &sz));
-    ZH_CHECK_RESULT(zh_bytes(__func__, "sendCount", sendCount, sz, 1, &sb));
-    ZH_CHECK_RESULT(zh_bytes(__func__, "sendCount", sendCount, sz, (uint64_t)c->nranks, &rb));
-    ZH_CHECK_RESULT(zh_check_buf(__func__, "sendBuf", sendBuf, sb));
-    ZH_CHECK_RESULT(zh_check_buf(__func__, "recvBuf", recvBuf, rb));
-    zh_op_t o = {ZH_OP_ALLGATHER, dataType, 0, 0, sendCount, sendBuf, recvBuf, sb, rb, {0}};
-    return zh_op_submit(c, &o, stream);
+    return zh_coll_submit(c, __func__, &sh, dataType, 0, 0, sendCount, sendBuf, recvBuf, stream);
+}
+
+ZC_EXPORT HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t recvCount,
+                                       HcclDataType dataType, HcclReduceOp op, HcclComm comm,
+                                       aclrtStream stream)
+{
+    static const zh_shape_t sh = {ZH_OP_REDUCESCATTER, "recvCount", "sendBuf", "recvBuf", 0, 1, 1,
+                                  0, 0, 0};
+    ZH_COMM_OR_RETURN(c, comm);
+    return zh_coll_submit(c, __func__, &sh, dataType, op, 0, recvCount, sendBuf, recvBuf, stream);
+}
+
+ZC_EXPORT HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType dataType, uint32_t root,
+                                   HcclComm comm, aclrtStream stream)
+{
+    static const zh_shape_t sh = {ZH_OP_BROADCAST, "count", "buf", "buf", 1, 1, 0, 1, 0, 0};
+    ZH_COMM_OR_RETURN(c, comm);
+    return zh_coll_submit(c, __func__, &sh, dataType, 0, root, count, buf, buf, stream);
+}
+
+ZC_EXPORT HcclResult HcclReduce(void *sendBuf, void *recvBuf, uint64_t count,
+                                HcclDataType dataType, HcclReduceOp op, uint32_t root,
+                                HcclComm comm, aclrtStream stream)
+{
+    static const zh_shape_t sh = {ZH_OP_REDUCE, "count", "sendBuf", "recvBuf", 1, 1, 1, 1, 0, 1};
+    ZH_COMM_OR_RETURN(c, comm);
+    return zh_coll_submit(c, __func__, &sh, dataType, op, root, count, sendBuf, recvBuf, stream);
+}
+
+ZC_EXPORT HcclResult HcclScatter(void *sendBuf, void *recvBuf, uint64_t recvCount,
+                                 HcclDataType dataType, uint32_t root, HcclComm comm,
+                                 aclrtStream stream)
+{
+    static const zh_shape_t sh = {ZH_OP_SCATTER, "recvCount", "sendBuf", "recvBuf", 0, 1, 0, 1, 1,
+                                  0};
+    ZH_COMM_OR_RETURN(c, comm);
+    return zh_coll_submit(c, __func__, &sh, dataType, 0, root, recvCount, sendBuf, recvBuf,
+                          stream);
 }
 
 ZC_EXPORT HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *recvBuf,
@@ -173,24 +222,6 @@ ZC_EXPORT HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *rec
     return zh_op_submit(c, &o, stream);
 }
 
-ZC_EXPORT HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t recvCount,
-                                       HcclDataType dataType, HcclReduceOp op, HcclComm comm,
-                                       aclrtStream stream)
-{
-    ZH_COMM_OR_RETURN(c, comm);
-    size_t sz = 0;
-    uint64_t sb = 0;
-    uint64_t rb = 0;
-    ZH_CHECK_RESULT(zh_check_dtype(__func__, dataType, &sz));
-    ZH_CHECK_RESULT(zh_check_redop(__func__, dataType, op));
-    ZH_CHECK_RESULT(zh_bytes(__func__, "recvCount", recvCount, sz, (uint64_t)c->nranks, &sb));
-    ZH_CHECK_RESULT(zh_bytes(__func__, "recvCount", recvCount, sz, 1, &rb));
-    ZH_CHECK_RESULT(zh_check_buf(__func__, "sendBuf", sendBuf, sb));
-    ZH_CHECK_RESULT(zh_check_buf(__func__, "recvBuf", recvBuf, rb));
-    zh_op_t o = {ZH_OP_REDUCESCATTER, dataType, op, 0, recvCount, sendBuf, recvBuf, sb, rb, {0}};
-    return zh_op_submit(c, &o, stream);
-}
-
 ZC_EXPORT HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts,
                                         const void *sendDispls, void *recvBuf, uint64_t recvCount,
                                         HcclDataType dataType, HcclReduceOp op, HcclComm comm,
@@ -216,59 +247,6 @@ ZC_EXPORT HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts,
     ZH_CHECK_RESULT(zh_check_buf(__func__, "recvBuf", recvBuf, rb));
     zh_op_t o = {ZH_OP_REDUCESCATTERV, dataType, op, 0, recvCount, sendBuf, recvBuf, sb, rb,
                  {sc, sd, NULL, NULL}};
-    return zh_op_submit(c, &o, stream);
-}
-
-ZC_EXPORT HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType dataType, uint32_t root,
-                                   HcclComm comm, aclrtStream stream)
-{
-    ZH_COMM_OR_RETURN(c, comm);
-    size_t sz = 0;
-    uint64_t b = 0;
-    ZH_CHECK_RESULT(zh_check_dtype(__func__, dataType, &sz));
-    ZH_CHECK_RESULT(zh_check_root(__func__, c, root));
-    ZH_CHECK_RESULT(zh_bytes(__func__, "count", count, sz, 1, &b));
-    ZH_CHECK_RESULT(zh_check_buf(__func__, "buf", buf, b));
-    zh_op_t o = {ZH_OP_BROADCAST, dataType, 0, (int)root, count, buf, buf, b, b, {0}};
-    return zh_op_submit(c, &o, stream);
-}
-
-ZC_EXPORT HcclResult HcclReduce(void *sendBuf, void *recvBuf, uint64_t count,
-                                HcclDataType dataType, HcclReduceOp op, uint32_t root,
-                                HcclComm comm, aclrtStream stream)
-{
-    ZH_COMM_OR_RETURN(c, comm);
-    size_t sz = 0;
-    uint64_t b = 0;
-    ZH_CHECK_RESULT(zh_check_dtype(__func__, dataType, &sz));
-    ZH_CHECK_RESULT(zh_check_redop(__func__, dataType, op));
-    ZH_CHECK_RESULT(zh_check_root(__func__, c, root));
-    ZH_CHECK_RESULT(zh_bytes(__func__, "count", count, sz, 1, &b));
-    ZH_CHECK_RESULT(zh_check_buf(__func__, "sendBuf", sendBuf, b));
-    uint64_t rb = (uint32_t)c->rank == root ? b : 0;
-    ZH_CHECK_RESULT(zh_check_buf(__func__, "recvBuf", recvBuf, rb));
-    zh_op_t o = {ZH_OP_REDUCE, dataType, op, (int)root, count, sendBuf, recvBuf, b, rb, {0}};
-    return zh_op_submit(c, &o, stream);
-}
-
-ZC_EXPORT HcclResult HcclScatter(void *sendBuf, void *recvBuf, uint64_t recvCount,
-                                 HcclDataType dataType, uint32_t root, HcclComm comm,
-                                 aclrtStream stream)
-{
-    ZH_COMM_OR_RETURN(c, comm);
-    size_t sz = 0;
-    uint64_t sb = 0;
-    uint64_t rb = 0;
-    ZH_CHECK_RESULT(zh_check_dtype(__func__, dataType, &sz));
-    ZH_CHECK_RESULT(zh_check_root(__func__, c, root));
-    ZH_CHECK_RESULT(zh_bytes(__func__, "recvCount", recvCount, sz, (uint64_t)c->nranks, &sb));
-    ZH_CHECK_RESULT(zh_bytes(__func__, "recvCount", recvCount, sz, 1, &rb));
-    if ((uint32_t)c->rank != root) {
-        sb = 0;
-    }
-    ZH_CHECK_RESULT(zh_check_buf(__func__, "sendBuf", sendBuf, sb));
-    ZH_CHECK_RESULT(zh_check_buf(__func__, "recvBuf", recvBuf, rb));
-    zh_op_t o = {ZH_OP_SCATTER, dataType, 0, (int)root, recvCount, sendBuf, recvBuf, sb, rb, {0}};
     return zh_op_submit(c, &o, stream);
 }
 

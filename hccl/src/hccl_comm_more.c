@@ -103,10 +103,8 @@ ZC_EXPORT HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, u
                 (void *)comm, (void *)rankIds, (void *)subComm);
         return HCCL_E_PTR;
     }
-    zh_comm_t *c = zh_comm_from(*comm, __func__);
-    if (c == NULL) {
-        return HCCL_E_PARA;
-    }
+    zh_comm_t *c = NULL;
+    ZH_CHECK_RESULT(zh_comm_get(*comm, __func__, &c));
     if (rankNum == 0 || rankNum > (uint32_t)c->nranks || subCommRankId >= rankNum ||
         rankIds[subCommRankId] != (uint32_t)c->rank) {
         ZC_WARN(ZC_SUB_INIT, "HcclCreateSubCommConfig: rank %d: rankNum %u, subCommRankId %u, "

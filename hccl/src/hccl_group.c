@@ -70,14 +70,8 @@ static HcclResult zh_p2p_one(HcclComm comm, HcclSendRecvType type, void *buf, ui
                              HcclDataType dtype, uint32_t peer, aclrtStream stream,
                              const char *fn)
 {
-    if (comm == NULL) {
-        ZC_WARN(ZC_SUB_COLL, "%s: comm is NULL", fn);
-        return HCCL_E_PTR;
-    }
-    zh_comm_t *c = zh_comm_from(comm, fn);
-    if (c == NULL) {
-        return HCCL_E_PARA;
-    }
+    zh_comm_t *c = NULL;
+    ZH_CHECK_RESULT(zh_comm_get(comm, fn, &c));
     HcclSendRecvItem it = {type, buf, count, dtype, peer};
     if (zh_group_depth > 0) {
         /* Check now, so a bad item fails at its call and not at GroupEnd. */
@@ -107,14 +101,7 @@ ZC_EXPORT HcclResult HcclRecv(void *recvBuf, uint64_t count, HcclDataType dataTy
 ZC_EXPORT HcclResult HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo, uint32_t itemNum,
                                        HcclComm comm, aclrtStream stream)
 {
-    if (comm == NULL) {
-        ZC_WARN(ZC_SUB_COLL, "HcclBatchSendRecv: comm is NULL");
-        return HCCL_E_PTR;
-    }
-    zh_comm_t *c = zh_comm_from(comm, __func__);
-    if (c == NULL) {
-        return HCCL_E_PARA;
-    }
+    ZH_COMM_OR_RETURN(c, comm);
     if (sendRecvInfo == NULL && itemNum != 0) {
         ZC_WARN(ZC_SUB_COLL, "HcclBatchSendRecv: sendRecvInfo is NULL with itemNum %u", itemNum);
         return HCCL_E_PTR;

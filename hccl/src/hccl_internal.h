@@ -267,7 +267,22 @@ typedef struct zh_comm {
 
 /* hccl_api.c: status mapping, the only place zc_status_t becomes HcclResult */
 HcclResult zh_result(int zc_status);
-zh_comm_t *zh_comm_from(HcclComm comm, const char *fn);
+/* Resolve an API handle for fn: NULL is HCCL_E_PTR, one that is not a live
+ * communicator HCCL_E_PARA (both logged). */
+HcclResult zh_comm_get(HcclComm comm, const char *fn, zh_comm_t **out);
+
+/* In an exported function: declare var and resolve comm into it, or return. */
+#define ZH_COMM_OR_RETURN(var, comm)                                                           \
+    zh_comm_t *var = NULL;                                                                     \
+    ZH_CHECK_RESULT(zh_comm_get((comm), __func__, &var))
+
+#define ZH_CHECK_RESULT(expr)                                                                  \
+    do {                                                                                       \
+        HcclResult zh_r_ = (expr);                                                             \
+        if (zh_r_ != HCCL_SUCCESS) {                                                           \
+            return zh_r_;                                                                      \
+        }                                                                                      \
+    } while (0)
 
 /* hccl_boot.c: root listener and rank bootstrap */
 typedef struct {
