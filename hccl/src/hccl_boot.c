@@ -40,6 +40,7 @@
 #define ZH_MSG_GO 0x5a434247u
 #define ZH_BOOT_VERSION 1u
 #define ZH_IO_TIMEOUT_MS 2000
+#define ZH_HELLO_TIMEOUT_MS 1000
 
 typedef struct {
     uint32_t magic;
@@ -215,12 +216,15 @@ static void *zh_server_main(void *arg)
         if (fd < 0) {
             continue;
         }
-        zh_sock_timeouts(fd, ZH_IO_TIMEOUT_MS);
+        /* A real rank sends its hello right after connecting; a silent
+         * client may hold the listener only this long. */
+        zh_sock_timeouts(fd, ZH_HELLO_TIMEOUT_MS);
         zh_hello_t h;
         if (zh_server_read_hello(s, fd, &h) != 0) {
             close(fd);
             continue;
         }
+        zh_sock_timeouts(fd, ZH_IO_TIMEOUT_MS);
         if (failed != ZC_OK) {
             zh_send_status(fd, ZH_MSG_TABLE, failed);
             close(fd);
