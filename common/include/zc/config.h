@@ -47,7 +47,7 @@ typedef enum { ZC_CFG_UINT, ZC_CFG_BOOL, ZC_CFG_STR } zc_cfg_type_t;
       "Polls of a shared flag before a waiter sleeps on its futex")                            \
     X(ZCCL_ONESHOT_MAX, ZC_CFG_UINT, oneshot_max, "16384", 0, 1073741824,                      \
       "AllReduce messages up to this many bytes use the one-shot algorithm")                   \
-    X(ZCCL_NT_MIN, ZC_CFG_UINT, nt_min, "4194304", 0, 4294967295u,                             \
+    X(ZCCL_NT_MIN, ZC_CFG_UINT, nt_min, "8388608", 0, 4294967295u,                             \
       "Copies of at least this many bytes use non-temporal stores (0 = never)")
 
 typedef struct {
