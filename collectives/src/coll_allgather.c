@@ -33,76 +33,40 @@
 
 static int coll_ag_work(const coll_args_t *a, char *base, void *ctx)
 {
-    size_t bytes = *(const size_t *)ctx;
-    int nt = coll_use_nt(a, bytes * (size_t)a->nranks);
-    for (int k = 0; k < a->nranks; k++) {
-        int q = (a->rank + k) % a->nranks;
-        coll_put(base + (size_t)q * bytes, a->in[q], bytes, nt);
-    }
-    if (nt) {
-        coll_store_fence();
-    }
+    coll_pull_blocks(a, base, *(const size_t *)ctx, 0);
     return ZC_OK;
 }
 
 int coll_allgather_direct(const coll_args_t *a)
 {
     static const char what[] = "allgather_direct";
-    size_t bytes, total;
-    ZC_CHECK(coll_check(a, COLL_F_DIRECT, what));
-    ZC_CHECK(coll_bytes(a->count, coll_dtype_size(a->dtype), 1, what, &bytes));
-    ZC_CHECK(coll_bytes(bytes, 1, (size_t)a->nranks, what, &total));
+    size_t es, bytes, total;
+    ZC_CHECK(coll_begin(a, COLL_F_DIRECT, what, &es, &bytes, &total));
     if (bytes == 0) {
         return ZC_OK;
     }
-    int any = 0;
-    int me_conflict = 0;
-    for (int q = 0; q < a->nranks; q++) {
-        ZC_CHECK(coll_check_buf(a->in[q], bytes, what, "in[q]", q));
-        ZC_CHECK(coll_check_buf(a->out[q], total, what, "out[q]", q));
-        const char *slot = (const char *)a->out[q] + (size_t)q * bytes;
-        if (a->in[q] != slot && coll_overlap(a->in[q], bytes, a->out[q], total)) {
-            any = 1;
-            me_conflict |= q == a->rank;
-        }
-    }
-    return coll_run_owned(a, any, me_conflict, total, coll_ag_work, NULL, &bytes);
+    return coll_run_blocks(a, bytes, total, COLL_INPLACE_IN_SLOT, what, coll_ag_work, &bytes);
 }
 
 int coll_allgather_staged(const coll_args_t *a)
 {
     static const char what[] = "allgather_staged";
-    size_t es, bytes, total;
-    ZC_CHECK(coll_check(a, COLL_F_STAGED, what));
-    es = coll_dtype_size(a->dtype);
-    ZC_CHECK(coll_bytes(a->count, es, 1, what, &bytes));
-    ZC_CHECK(coll_bytes(bytes, 1, (size_t)a->nranks, what, &total));
+    size_t es, bytes, total, per, rounds;
+    ZC_CHECK(coll_begin(a, COLL_F_STAGED, what, &es, &bytes, &total));
     if (bytes == 0) {
         return ZC_OK;
     }
-    size_t per = coll_stage_elems(a, 1, what);
-    if (per == 0) {
-        return ZC_ERR_INVAL;
-    }
-    size_t rounds = (a->count + per - 1) / per;
-    size_t nbar = 2 * rounds - 1;
+    ZC_CHECK(coll_stage_plan(a, 1, a->count, what, &per, &rounds));
     int me = a->rank;
     char *recv = a->recv;
-    char *own = recv + (size_t)me * bytes;
-    const char *send = NULL;
-    void *snap = NULL;
-    int st = coll_check_buf(a->send, bytes, what, "send", me);
-    if (st == ZC_OK) {
-        st = coll_check_buf(a->recv, total, what, "recv", me);
-    }
-    if (st == ZC_OK) {
-        st = coll_stage_send(a, bytes, total, a->send == own, &send, &snap);
-    }
-    if (st != ZC_OK) {
-        return coll_fail_staged(a, nbar, st);
-    }
+    /* in place: send is my slot of recv */
+    int safe = (uintptr_t)a->send == (uintptr_t)recv + (size_t)me * bytes;
+    const char *send;
+    void *snap;
+    ZC_CHECK(coll_stage_io(a, bytes, total, safe, what, 2 * rounds - 1, &send, &snap));
 
     int nt = coll_use_nt(a, total);
+    int st = ZC_OK;
     for (size_t k = 0; k < rounds; k++) {
         size_t co = k * per * es;
         size_t cl = ZC_MIN(per, a->count - k * per) * es;
@@ -137,53 +101,24 @@ typedef struct {
 /* Every rank passed the same recv_counts, and every displ + count fits. */
 static int coll_agv_check(const coll_args_t *a, coll_agv_t *v, const char *what)
 {
-    if (a->recv_counts == NULL || a->recv_displs == NULL) {
-        ZC_WARN(ZC_SUB_COLL, "rank %d %s: recv_counts / recv_displs are NULL", a->rank, what);
-        return ZC_ERR_PTR;
-    }
-    for (int r = 0; r < a->nranks; r++) {
-        if (a->recv_counts[r] == NULL || a->recv_displs[r] == NULL) {
-            ZC_WARN(ZC_SUB_COLL, "rank %d %s: rank %d's recv_counts / recv_displs are NULL",
-                    a->rank, what, r);
-            return ZC_ERR_PTR;
-        }
-    }
+    ZC_CHECK(coll_check_vec(a, a->recv_counts, a->recv_displs, "recv_counts / recv_displs", what));
     v->es = coll_dtype_size(a->dtype);
     v->cnt = a->recv_counts[0];
     v->displs = a->recv_displs;
-    v->extent = 0;
     for (int r = 0; r < a->nranks; r++) {
         for (int q = 0; q < a->nranks; q++) {
             uint64_t c = a->recv_counts[r][q];
-            uint64_t d = a->recv_displs[r][q];
             if (c != v->cnt[q]) {
                 ZC_WARN(ZC_SUB_COLL,
                         "rank %d %s: rank %d's recv_counts[%d] = %llu but rank 0's is %llu",
                         a->rank, what, r, q, (unsigned long long)c, (unsigned long long)v->cnt[q]);
                 return ZC_ERR_INVAL;
             }
-            if (c > SIZE_MAX / v->es || d > SIZE_MAX / v->es - c) {
-                ZC_WARN(ZC_SUB_COLL, "rank %d %s: rank %d's displ %llu + count %llu overflows",
-                        a->rank, what, r, (unsigned long long)d, (unsigned long long)c);
-                return ZC_ERR_INVAL;
-            }
-            if (r == a->rank && c > 0) {
-                v->extent = ZC_MAX(v->extent, (size_t)(d + c) * v->es);
-            }
+            ZC_CHECK(coll_check_span(a, r, c, a->recv_displs[r][q], v->es, what));
         }
     }
+    v->extent = coll_extent(v->cnt, v->displs[a->rank], a->nranks, v->es);
     return ZC_OK;
-}
-
-static size_t coll_agv_extent(const coll_agv_t *v, int r, int n)
-{
-    size_t e = 0;
-    for (int q = 0; q < n; q++) {
-        if (v->cnt[q] > 0) {
-            e = ZC_MAX(e, (size_t)(v->displs[r][q] + v->cnt[q]) * v->es);
-        }
-    }
-    return e;
 }
 
 static int coll_agv_work(const coll_args_t *a, char *base, void *ctx)
@@ -218,7 +153,7 @@ int coll_allgatherv_direct(const coll_args_t *a)
     int any = 0;
     int me_conflict = 0;
     for (int q = 0; q < a->nranks; q++) {
-        size_t ext = coll_agv_extent(&v, q, a->nranks);
+        size_t ext = coll_extent(v.cnt, v.displs[q], a->nranks, v.es);
         size_t sb = v.cnt[q] * v.es;
         ZC_CHECK(coll_check_buf(a->in[q], sb, what, "in[q]", q));
         ZC_CHECK(coll_check_buf(a->out[q], ext, what, "out[q]", q));
@@ -240,35 +175,23 @@ int coll_allgatherv_staged(const coll_args_t *a)
     coll_agv_t v;
     ZC_CHECK(coll_check(a, COLL_F_STAGED, what));
     ZC_CHECK(coll_agv_check(a, &v, what));
-    size_t per = coll_stage_elems(a, 1, what);
-    if (per == 0) {
-        return ZC_ERR_INVAL;
-    }
+    size_t per, rounds;
     uint64_t maxc = coll_max_u64(v.cnt, a->nranks);
+    ZC_CHECK(coll_stage_plan(a, 1, maxc, what, &per, &rounds));
     if (maxc == 0) {
         return ZC_OK;
     }
-    size_t rounds = (size_t)((maxc + per - 1) / per);
-    size_t nbar = 2 * rounds - 1;
     int me = a->rank;
     size_t es = v.es;
-    size_t sb = v.cnt[me] * es;
     const uint64_t *rd = a->recv_displs[me];
     char *recv = a->recv;
-    const char *send = NULL;
-    void *snap = NULL;
-    int st = coll_check_buf(a->send, sb, what, "send", me);
-    if (st == ZC_OK) {
-        st = coll_check_buf(a->recv, v.extent, what, "recv", me);
-    }
-    if (st == ZC_OK) {
-        st = coll_stage_send(a, sb, v.extent, a->send == recv + rd[me] * es, &send, &snap);
-    }
-    if (st != ZC_OK) {
-        return coll_fail_staged(a, nbar, st);
-    }
+    int safe = (uintptr_t)a->send == (uintptr_t)recv + rd[me] * es;
+    const char *send;
+    void *snap;
+    ZC_CHECK(coll_stage_io(a, v.cnt[me] * es, v.extent, safe, what, 2 * rounds - 1, &send, &snap));
 
     int nt = coll_use_nt(a, v.extent);
+    int st = ZC_OK;
     for (size_t k = 0; k < rounds; k++) {
         size_t lo = k * per;
         if (k > 0) {

@@ -94,9 +94,7 @@ int coll_allreduce_direct(const coll_args_t *a)
 {
     static const char what[] = "allreduce_direct";
     size_t es, bytes;
-    ZC_CHECK(coll_check(a, COLL_F_REDUCE | COLL_F_DIRECT, what));
-    es = coll_dtype_size(a->dtype);
-    ZC_CHECK(coll_bytes(a->count, es, 1, what, &bytes));
+    ZC_CHECK(coll_begin(a, COLL_F_REDUCE | COLL_F_DIRECT, what, &es, &bytes, NULL));
     if (bytes == 0) {
         return ZC_OK;
     }
@@ -132,11 +130,8 @@ int coll_reduce_staged_run(const coll_args_t *a, int root, const char *what)
     if (bytes == 0) {
         return ZC_OK;
     }
-    size_t per = coll_stage_elems(a, 1, what);
-    if (per == 0) {
-        return ZC_ERR_INVAL;
-    }
-    size_t chunks = (a->count + per - 1) / per;
+    size_t per, chunks;
+    ZC_CHECK(coll_stage_plan(a, 1, a->count, what, &per, &chunks));
     size_t nbar = 3 * chunks - 1;
     int me = a->rank;
     int copy_out = root < 0 || root == me;

@@ -31,74 +31,39 @@
 static int coll_a2a_work(const coll_args_t *a, char *base, void *ctx)
 {
     size_t bytes = *(const size_t *)ctx;
-    int nt = coll_use_nt(a, bytes * (size_t)a->nranks);
-    for (int k = 0; k < a->nranks; k++) {
-        int q = (a->rank + k) % a->nranks;
-        coll_put(base + (size_t)q * bytes, (const char *)a->in[q] + (size_t)a->rank * bytes, bytes,
-                 nt);
-    }
-    if (nt) {
-        coll_store_fence();
-    }
+    coll_pull_blocks(a, base, bytes, (size_t)a->rank * bytes);
     return ZC_OK;
 }
 
 int coll_alltoall_direct(const coll_args_t *a)
 {
     static const char what[] = "alltoall_direct";
-    size_t bytes, total;
-    ZC_CHECK(coll_check(a, COLL_F_DIRECT, what));
-    ZC_CHECK(coll_bytes(a->count, coll_dtype_size(a->dtype), 1, what, &bytes));
-    ZC_CHECK(coll_bytes(bytes, 1, (size_t)a->nranks, what, &total));
+    size_t es, bytes, total;
+    ZC_CHECK(coll_begin(a, COLL_F_DIRECT, what, &es, &bytes, &total));
     if (bytes == 0) {
         return ZC_OK;
     }
-    int any = 0;
-    int me_conflict = 0;
-    for (int q = 0; q < a->nranks; q++) {
-        ZC_CHECK(coll_check_buf(a->in[q], total, what, "in[q]", q));
-        ZC_CHECK(coll_check_buf(a->out[q], total, what, "out[q]", q));
-        if (coll_overlap(a->in[q], total, a->out[q], total)) {
-            any = 1;
-            me_conflict |= q == a->rank;
-        }
-    }
-    return coll_run_owned(a, any, me_conflict, total, coll_a2a_work, NULL, &bytes);
+    return coll_run_blocks(a, total, total, COLL_INPLACE_NONE, what, coll_a2a_work, &bytes);
 }
 
 int coll_alltoall_staged(const coll_args_t *a)
 {
     static const char what[] = "alltoall_staged";
-    size_t es, bytes, total;
-    ZC_CHECK(coll_check(a, COLL_F_STAGED, what));
-    es = coll_dtype_size(a->dtype);
-    ZC_CHECK(coll_bytes(a->count, es, 1, what, &bytes));
-    ZC_CHECK(coll_bytes(bytes, 1, (size_t)a->nranks, what, &total));
+    size_t es, bytes, total, per, rounds;
+    ZC_CHECK(coll_begin(a, COLL_F_STAGED, what, &es, &bytes, &total));
     if (bytes == 0) {
         return ZC_OK;
     }
-    size_t per = coll_stage_elems(a, (size_t)a->nranks, what);
-    if (per == 0) {
-        return ZC_ERR_INVAL;
-    }
-    size_t rounds = (a->count + per - 1) / per;
-    size_t nbar = 2 * rounds - 1;
+    ZC_CHECK(coll_stage_plan(a, (size_t)a->nranks, a->count, what, &per, &rounds));
     int me = a->rank;
-    const char *send = NULL;
-    void *snap = NULL;
-    int st = coll_check_buf(a->send, total, what, "send", me);
-    if (st == ZC_OK) {
-        st = coll_check_buf(a->recv, total, what, "recv", me);
-    }
-    if (st == ZC_OK) {
-        st = coll_stage_send(a, total, total, a->send == a->recv, &send, &snap);
-    }
-    if (st != ZC_OK) {
-        return coll_fail_staged(a, nbar, st);
-    }
+    const char *send;
+    void *snap;
+    ZC_CHECK(
+        coll_stage_io(a, total, total, a->send == a->recv, what, 2 * rounds - 1, &send, &snap));
 
     size_t pb = per * es;
     int nt = coll_use_nt(a, total);
+    int st = ZC_OK;
     for (size_t k = 0; k < rounds; k++) {
         size_t co = k * pb;
         size_t cl = ZC_MIN(per, a->count - k * per) * es;
@@ -177,13 +142,7 @@ static int coll_a2av_check(const coll_args_t *a, const char *what)
 static size_t coll_a2av_extent(const uint64_t *const *counts, const uint64_t *const *displs, int r,
                                int n, size_t es)
 {
-    size_t e = 0;
-    for (int q = 0; q < n; q++) {
-        if (counts[r][q] > 0) {
-            e = ZC_MAX(e, (size_t)(displs[r][q] + counts[r][q]) * es);
-        }
-    }
-    return e;
+    return coll_extent(counts[r], displs[r], n, es);
 }
 
 static int coll_a2av_work(const coll_args_t *a, char *base, void *ctx)
@@ -240,19 +199,15 @@ int coll_alltoallv_staged(const coll_args_t *a)
     ZC_CHECK(coll_check(a, COLL_F_STAGED, what));
     ZC_CHECK(coll_a2av_check(a, what));
     size_t es = coll_dtype_size(a->dtype);
-    size_t per = coll_stage_elems(a, (size_t)a->nranks, what);
-    if (per == 0) {
-        return ZC_ERR_INVAL;
-    }
+    size_t per, rounds;
     uint64_t maxc = 0;
     for (int r = 0; r < a->nranks; r++) {
         maxc = ZC_MAX(maxc, coll_max_u64(a->send_counts[r], a->nranks));
     }
+    ZC_CHECK(coll_stage_plan(a, (size_t)a->nranks, maxc, what, &per, &rounds));
     if (maxc == 0) {
         return ZC_OK;
     }
-    size_t rounds = (size_t)((maxc + per - 1) / per);
-    size_t nbar = 2 * rounds - 1;
     int me = a->rank;
     const uint64_t *sc = a->send_counts[me];
     const uint64_t *sd = a->send_displs[me];
@@ -260,21 +215,13 @@ int coll_alltoallv_staged(const coll_args_t *a)
     const uint64_t *rd = a->recv_displs[me];
     size_t se = coll_a2av_extent(a->send_counts, a->send_displs, me, a->nranks, es);
     size_t re = coll_a2av_extent(a->recv_counts, a->recv_displs, me, a->nranks, es);
-    const char *send = NULL;
-    void *snap = NULL;
-    int st = coll_check_buf(a->send, se, what, "send", me);
-    if (st == ZC_OK) {
-        st = coll_check_buf(a->recv, re, what, "recv", me);
-    }
-    if (st == ZC_OK) {
-        st = coll_stage_send(a, se, re, 0, &send, &snap);
-    }
-    if (st != ZC_OK) {
-        return coll_fail_staged(a, nbar, st);
-    }
+    const char *send;
+    void *snap;
+    ZC_CHECK(coll_stage_io(a, se, re, 0, what, 2 * rounds - 1, &send, &snap));
 
     size_t pb = per * es;
     int nt = coll_use_nt(a, re);
+    int st = ZC_OK;
     for (size_t k = 0; k < rounds; k++) {
         size_t lo = k * per;
         if (k > 0) {

@@ -21,9 +21,8 @@ static const void *coll_bcast_src(const void *in, const void *out)
 int coll_broadcast_direct(const coll_args_t *a)
 {
     static const char what[] = "broadcast_direct";
-    size_t bytes;
-    ZC_CHECK(coll_check(a, COLL_F_ROOT | COLL_F_DIRECT, what));
-    ZC_CHECK(coll_bytes(a->count, coll_dtype_size(a->dtype), 1, what, &bytes));
+    size_t es, bytes;
+    ZC_CHECK(coll_begin(a, COLL_F_ROOT | COLL_F_DIRECT, what, &es, &bytes, NULL));
     if (bytes == 0) {
         return ZC_OK;
     }
@@ -35,11 +34,7 @@ int coll_broadcast_direct(const coll_args_t *a)
         }
     }
     if (a->rank != a->root) {
-        int nt = coll_use_nt(a, bytes);
-        coll_put(a->out[a->rank], src, bytes, nt);
-        if (nt) {
-            coll_store_fence();
-        }
+        coll_put_fenced(a, a->out[a->rank], src, bytes);
     }
     return ZC_OK;
 }
@@ -47,26 +42,19 @@ int coll_broadcast_direct(const coll_args_t *a)
 int coll_broadcast_staged(const coll_args_t *a)
 {
     static const char what[] = "broadcast_staged";
-    size_t es, bytes;
-    ZC_CHECK(coll_check(a, COLL_F_ROOT | COLL_F_STAGED, what));
-    es = coll_dtype_size(a->dtype);
-    ZC_CHECK(coll_bytes(a->count, es, 1, what, &bytes));
+    size_t es, bytes, per, rounds;
+    ZC_CHECK(coll_begin(a, COLL_F_ROOT | COLL_F_STAGED, what, &es, &bytes, NULL));
     if (bytes == 0) {
         return ZC_OK;
     }
-    size_t per = coll_stage_elems(a, 1, what);
-    if (per == 0) {
-        return ZC_ERR_INVAL;
-    }
-    size_t rounds = (a->count + per - 1) / per;
-    size_t nbar = 2 * rounds - 1;
+    ZC_CHECK(coll_stage_plan(a, 1, a->count, what, &per, &rounds));
     int me = a->rank;
     int is_root = me == a->root;
     const char *src = coll_bcast_src(a->send, a->recv);
     int st = is_root ? coll_check_buf(src, bytes, what, "send", me)
                      : coll_check_buf(a->recv, bytes, what, "recv", me);
     if (st != ZC_OK) {
-        return coll_fail_staged(a, nbar, st);
+        return coll_fail_staged(a, 2 * rounds - 1, st);
     }
 
     int nt = !is_root && coll_use_nt(a, bytes);

@@ -1,5 +1,5 @@
 /*
- * Argument checks, slicing, barrier and staging helpers shared by the
+ * Argument checks, slicing, barrier, staging and block-pull helpers shared by the
  * algorithm files. See coll_internal.h for the rules they implement.
  */
 #include "coll_internal.h"
@@ -55,6 +55,56 @@ int coll_check(const coll_args_t *a, unsigned flags, const char *what)
                 return ZC_ERR_PTR;
             }
         }
+    }
+    return ZC_OK;
+}
+
+int coll_begin(const coll_args_t *a, unsigned flags, const char *what, size_t *es, size_t *bytes,
+               size_t *total)
+{
+    ZC_CHECK(coll_check(a, flags, what));
+    *es = coll_dtype_size(a->dtype);
+    ZC_CHECK(coll_bytes(a->count, *es, 1, what, bytes));
+    if (total != NULL) {
+        ZC_CHECK(coll_bytes(*bytes, 1, (size_t)a->nranks, what, total));
+    }
+    return ZC_OK;
+}
+
+size_t coll_extent(const uint64_t *cnt, const uint64_t *displ, int n, size_t es)
+{
+    size_t e = 0;
+    for (int q = 0; q < n; q++) {
+        if (cnt[q] > 0) {
+            e = ZC_MAX(e, (size_t)(displ[q] + cnt[q]) * es);
+        }
+    }
+    return e;
+}
+
+int coll_check_vec(const coll_args_t *a, const uint64_t *const *counts,
+                   const uint64_t *const *displs, const char *names, const char *what)
+{
+    if (counts == NULL || displs == NULL) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d %s: %s are NULL", a->rank, what, names);
+        return ZC_ERR_PTR;
+    }
+    for (int r = 0; r < a->nranks; r++) {
+        if (counts[r] == NULL || displs[r] == NULL) {
+            ZC_WARN(ZC_SUB_COLL, "rank %d %s: rank %d's %s are NULL", a->rank, what, r, names);
+            return ZC_ERR_PTR;
+        }
+    }
+    return ZC_OK;
+}
+
+int coll_check_span(const coll_args_t *a, int r, uint64_t c, uint64_t d, size_t es,
+                    const char *what)
+{
+    if (c > SIZE_MAX / es || d > SIZE_MAX / es - c) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d %s: rank %d's displ %llu + count %llu overflows", a->rank,
+                what, r, (unsigned long long)d, (unsigned long long)c);
+        return ZC_ERR_INVAL;
     }
     return ZC_OK;
 }
@@ -118,6 +168,17 @@ size_t coll_stage_elems(const coll_args_t *a, size_t parts, const char *what)
                 a->rank, what, a->ccl_bytes, es, parts);
     }
     return per;
+}
+
+int coll_stage_plan(const coll_args_t *a, size_t parts, uint64_t maxc, const char *what,
+                    size_t *per, size_t *rounds)
+{
+    *per = coll_stage_elems(a, parts, what);
+    if (*per == 0) {
+        return ZC_ERR_INVAL;
+    }
+    *rounds = (size_t)((maxc + *per - 1) / *per);
+    return ZC_OK;
 }
 
 void coll_stage_in(const coll_args_t *a, void *ccl_dst, const void *src, size_t bytes)
@@ -228,6 +289,39 @@ int coll_run_owned(const coll_args_t *a, int conflict_any, int conflict_me, size
     return st != ZC_OK ? st : bst;
 }
 
+int coll_run_blocks(const coll_args_t *a, size_t in_bytes, size_t out_bytes, int inplace,
+                    const char *what, coll_work_fn work, size_t *bytes)
+{
+    int any = 0;
+    int me_conflict = 0;
+    for (int q = 0; q < a->nranks; q++) {
+        ZC_CHECK(coll_check_buf(a->in[q], in_bytes, what, "in[q]", q));
+        ZC_CHECK(coll_check_buf(a->out[q], out_bytes, what, "out[q]", q));
+        const char *in = a->in[q];
+        const char *out = a->out[q];
+        size_t slot = (size_t)q * *bytes;
+        int safe = (inplace == COLL_INPLACE_IN_SLOT && in == out + slot) ||
+                   (inplace == COLL_INPLACE_OUT_SLOT && out == in + slot);
+        if (!safe && coll_overlap(in, in_bytes, out, out_bytes)) {
+            any = 1;
+            me_conflict |= q == a->rank;
+        }
+    }
+    return coll_run_owned(a, any, me_conflict, out_bytes, work, NULL, bytes);
+}
+
+void coll_pull_blocks(const coll_args_t *a, char *base, size_t bytes, size_t src_off)
+{
+    int nt = coll_use_nt(a, bytes * (size_t)a->nranks);
+    for (int k = 0; k < a->nranks; k++) {
+        int q = (a->rank + k) % a->nranks;
+        coll_put(base + (size_t)q * bytes, (const char *)a->in[q] + src_off, bytes, nt);
+    }
+    if (nt) {
+        coll_store_fence();
+    }
+}
+
 int coll_stage_send(const coll_args_t *a, size_t send_bytes, size_t recv_bytes, int safe,
                     const char **send, void **snap)
 {
@@ -247,4 +341,19 @@ int coll_stage_send(const coll_args_t *a, size_t send_bytes, size_t recv_bytes, 
     *snap = copy;
     *send = copy;
     return ZC_OK;
+}
+
+int coll_stage_io(const coll_args_t *a, size_t send_bytes, size_t recv_bytes, int safe,
+                  const char *what, size_t nbar, const char **send, void **snap)
+{
+    *send = NULL;
+    *snap = NULL;
+    int st = coll_check_buf(a->send, send_bytes, what, "send", a->rank);
+    if (st == ZC_OK) {
+        st = coll_check_buf(a->recv, recv_bytes, what, "recv", a->rank);
+    }
+    if (st == ZC_OK) {
+        st = coll_stage_send(a, send_bytes, recv_bytes, safe, send, snap);
+    }
+    return st != ZC_OK ? coll_fail_staged(a, nbar, st) : ZC_OK;
 }

@@ -50,6 +50,30 @@ int coll_check_buf(const void *p, size_t bytes, const char *what, const char *na
 /** count * es * mul without overflow, else logs and returns ZC_ERR_INVAL. */
 int coll_bytes(size_t count, size_t es, size_t mul, const char *what, size_t *out);
 
+/**
+ * What every fixed-count algorithm starts with: coll_check(a, flags, what),
+ * then *es (element size), *bytes (count elements) and, when total is not
+ * NULL, *total (nranks blocks of *bytes). Returns the first failure (logged).
+ */
+int coll_begin(const coll_args_t *a, unsigned flags, const char *what, size_t *es, size_t *bytes,
+               size_t *total);
+
+/** Bytes covered by the blocks cnt[q] at displ[q] (elements of es bytes), q < n. */
+size_t coll_extent(const uint64_t *cnt, const uint64_t *displ, int n, size_t es);
+
+/**
+ * The V collectives' per-rank count / displacement arrays: both arrays and
+ * every rank's row must be non-NULL (names, "send_counts / send_displs" say,
+ * is what the log line calls them). Returns ZC_OK or ZC_ERR_PTR (logged).
+ */
+int coll_check_vec(const coll_args_t *a, const uint64_t *const *counts,
+                   const uint64_t *const *displs, const char *names, const char *what);
+
+/** Rank r's block of c elements at displacement d fits in size_t bytes
+ *  (es bytes each). Returns ZC_OK or ZC_ERR_INVAL (logged). */
+int coll_check_span(const coll_args_t *a, int r, uint64_t c, uint64_t d, size_t es,
+                    const char *what);
+
 /** The op's barrier; a failure is returned unchanged. */
 int coll_barrier(const coll_args_t *a);
 
@@ -59,6 +83,14 @@ int coll_fail_staged(const coll_args_t *a, size_t nbar, int st);
 /** Elements per part when the CCL buffer is cut into `parts` equal parts:
  *  a multiple of 64 bytes when possible; 0 (logged) when not one fits. */
 size_t coll_stage_elems(const coll_args_t *a, size_t parts, const char *what);
+
+/**
+ * Staged chunking: *per elements per part when the CCL buffer is cut into
+ * `parts` parts (coll_stage_elems), *rounds to move maxc elements. Returns
+ * ZC_OK, or ZC_ERR_INVAL when no element fits (logged).
+ */
+int coll_stage_plan(const coll_args_t *a, size_t parts, uint64_t maxc, const char *what,
+                    size_t *per, size_t *rounds);
 
 /** Copy into this rank's CCL buffer, counting the bytes in *staged_bytes. */
 void coll_stage_in(const coll_args_t *a, void *ccl_dst, const void *src, size_t bytes);
@@ -79,6 +111,16 @@ static inline void coll_put(void *dst, const void *src, size_t bytes, int nt)
         coll_copy_stream(dst, src, bytes);
     } else {
         coll_copy(dst, src, bytes, 0);
+    }
+}
+
+/** One copy of bytes, streaming (and fenced) when the message calls for it. */
+static inline void coll_put_fenced(const coll_args_t *a, void *dst, const void *src, size_t bytes)
+{
+    int nt = coll_use_nt(a, bytes);
+    coll_put(dst, src, bytes, nt);
+    if (nt) {
+        coll_store_fence();
     }
 }
 
@@ -113,6 +155,16 @@ uint64_t coll_max_u64(const uint64_t *arr, int n);
 int coll_stage_send(const coll_args_t *a, size_t send_bytes, size_t recv_bytes, int safe,
                     const char **send, void **snap);
 
+/**
+ * The staged prologue of the algorithms where every rank sends and
+ * receives: send (send_bytes) and recv (recv_bytes) must be non-NULL where
+ * used, then *send / *snap as coll_stage_send gives them. A failure (seen by
+ * this rank only) still joins the nbar barriers of a successful call
+ * (coll_fail_staged) and is returned.
+ */
+int coll_stage_io(const coll_args_t *a, size_t send_bytes, size_t recv_bytes, int safe,
+                  const char *what, size_t nbar, const char **send, void **snap);
+
 /*
  * Direct algorithms whose only writes go to this rank's own output, for the
  * case where some rank's output overlaps its own input that peers still
@@ -129,6 +181,26 @@ typedef int (*coll_work_fn)(const coll_args_t *a, char *base, void *ctx);
 typedef void (*coll_commit_fn)(const coll_args_t *a, const char *tmp, void *ctx);
 int coll_run_owned(const coll_args_t *a, int conflict_any, int conflict_me, size_t tmp_bytes,
                    coll_work_fn work, coll_commit_fn commit, void *ctx);
+
+/** The in-place form a fixed-count direct algorithm handles with no barrier. */
+enum {
+    COLL_INPLACE_NONE = 0, /* any overlap of in[q] and out[q] conflicts */
+    COLL_INPLACE_IN_SLOT,  /* in[q] == out[q] + q * bytes (AllGather) */
+    COLL_INPLACE_OUT_SLOT, /* out[q] == in[q] + q * bytes (ReduceScatter) */
+};
+
+/**
+ * Direct algorithms over nranks blocks of bytes: checks every in[q]
+ * (in_bytes) and out[q] (out_bytes), then runs work through coll_run_owned
+ * (tmp of out_bytes, ctx = &bytes) with a conflict wherever in[q] and
+ * out[q] overlap other than in the `inplace` form.
+ */
+int coll_run_blocks(const coll_args_t *a, size_t in_bytes, size_t out_bytes, int inplace,
+                    const char *what, coll_work_fn work, size_t *bytes);
+
+/** Pull: base block q = bytes of in[q] from byte src_off, for every q starting
+ *  at q = rank (streaming and fenced for large messages). */
+void coll_pull_blocks(const coll_args_t *a, char *base, size_t bytes, size_t src_off);
 
 /**
  * The staged reduction loop of AllReduce (root < 0: every rank copies the

@@ -46,9 +46,7 @@ int coll_reduce_direct(const coll_args_t *a)
 {
     static const char what[] = "reduce_direct";
     size_t es, bytes;
-    ZC_CHECK(coll_check(a, COLL_F_REDUCE | COLL_F_ROOT | COLL_F_DIRECT, what));
-    es = coll_dtype_size(a->dtype);
-    ZC_CHECK(coll_bytes(a->count, es, 1, what, &bytes));
+    ZC_CHECK(coll_begin(a, COLL_F_REDUCE | COLL_F_ROOT | COLL_F_DIRECT, what, &es, &bytes, NULL));
     if (bytes == 0) {
         return ZC_OK;
     }

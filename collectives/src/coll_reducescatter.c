@@ -40,61 +40,32 @@ static int coll_rs_work(const coll_args_t *a, char *base, void *ctx)
 int coll_reducescatter_direct(const coll_args_t *a)
 {
     static const char what[] = "reducescatter_direct";
-    size_t bytes, total;
-    ZC_CHECK(coll_check(a, COLL_F_REDUCE | COLL_F_DIRECT, what));
-    ZC_CHECK(coll_bytes(a->count, coll_dtype_size(a->dtype), 1, what, &bytes));
-    ZC_CHECK(coll_bytes(bytes, 1, (size_t)a->nranks, what, &total));
+    size_t es, bytes, total;
+    ZC_CHECK(coll_begin(a, COLL_F_REDUCE | COLL_F_DIRECT, what, &es, &bytes, &total));
     if (bytes == 0) {
         return ZC_OK;
     }
-    int any = 0;
-    int me_conflict = 0;
-    for (int q = 0; q < a->nranks; q++) {
-        ZC_CHECK(coll_check_buf(a->in[q], total, what, "in[q]", q));
-        ZC_CHECK(coll_check_buf(a->out[q], bytes, what, "out[q]", q));
-        const char *own = (const char *)a->in[q] + (size_t)q * bytes;
-        if (a->out[q] != own && coll_overlap(a->out[q], bytes, a->in[q], total)) {
-            any = 1;
-            me_conflict |= q == a->rank;
-        }
-    }
-    return coll_run_owned(a, any, me_conflict, bytes, coll_rs_work, NULL, &bytes);
+    return coll_run_blocks(a, total, bytes, COLL_INPLACE_OUT_SLOT, what, coll_rs_work, &bytes);
 }
 
 int coll_reducescatter_staged(const coll_args_t *a)
 {
     static const char what[] = "reducescatter_staged";
-    size_t es, bytes, total;
-    ZC_CHECK(coll_check(a, COLL_F_REDUCE | COLL_F_STAGED, what));
-    es = coll_dtype_size(a->dtype);
-    ZC_CHECK(coll_bytes(a->count, es, 1, what, &bytes));
-    ZC_CHECK(coll_bytes(bytes, 1, (size_t)a->nranks, what, &total));
+    size_t es, bytes, total, per, rounds;
+    ZC_CHECK(coll_begin(a, COLL_F_REDUCE | COLL_F_STAGED, what, &es, &bytes, &total));
     if (bytes == 0) {
         return ZC_OK;
     }
-    size_t per = coll_stage_elems(a, (size_t)a->nranks, what);
-    if (per == 0) {
-        return ZC_ERR_INVAL;
-    }
-    size_t rounds = (a->count + per - 1) / per;
-    size_t nbar = 2 * rounds - 1;
+    ZC_CHECK(coll_stage_plan(a, (size_t)a->nranks, a->count, what, &per, &rounds));
     int me = a->rank;
-    const char *send = NULL;
-    void *snap = NULL;
-    int st = coll_check_buf(a->send, total, what, "send", me);
-    if (st == ZC_OK) {
-        st = coll_check_buf(a->recv, bytes, what, "recv", me);
-    }
-    if (st == ZC_OK) {
-        const char *s = a->send;
-        int safe = a->recv == (const void *)s || a->recv == (const void *)(s + me * bytes);
-        st = coll_stage_send(a, total, bytes, safe, &send, &snap);
-    }
-    if (st != ZC_OK) {
-        return coll_fail_staged(a, nbar, st);
-    }
+    uintptr_t rv = (uintptr_t)a->recv;
+    int safe = rv == (uintptr_t)a->send || rv == (uintptr_t)a->send + (size_t)me * bytes;
+    const char *send;
+    void *snap;
+    ZC_CHECK(coll_stage_io(a, total, bytes, safe, what, 2 * rounds - 1, &send, &snap));
 
     size_t pb = per * es;
+    int st = ZC_OK;
     for (size_t k = 0; k < rounds; k++) {
         size_t lo = k * per;
         size_t cl = ZC_MIN(per, a->count - lo);
@@ -124,24 +95,13 @@ typedef struct {
 
 static int coll_rsv_check(const coll_args_t *a, coll_rsv_t *v, const char *what)
 {
-    if (a->send_counts == NULL || a->send_displs == NULL) {
-        ZC_WARN(ZC_SUB_COLL, "rank %d %s: send_counts / send_displs are NULL", a->rank, what);
-        return ZC_ERR_PTR;
-    }
-    for (int r = 0; r < a->nranks; r++) {
-        if (a->send_counts[r] == NULL || a->send_displs[r] == NULL) {
-            ZC_WARN(ZC_SUB_COLL, "rank %d %s: rank %d's send_counts / send_displs are NULL",
-                    a->rank, what, r);
-            return ZC_ERR_PTR;
-        }
-    }
+    ZC_CHECK(coll_check_vec(a, a->send_counts, a->send_displs, "send_counts / send_displs", what));
     v->es = coll_dtype_size(a->dtype);
     /* without recv_count_each, every rank's send_counts must agree */
     v->rc = a->recv_count_each != NULL ? a->recv_count_each : a->send_counts[0];
     for (int r = 0; r < a->nranks; r++) {
         for (int q = 0; q < a->nranks; q++) {
             uint64_t c = a->send_counts[r][q];
-            uint64_t d = a->send_displs[r][q];
             if (c != v->rc[q]) {
                 ZC_WARN(ZC_SUB_COLL,
                         "rank %d %s: rank %d's send_counts[%d] = %llu but rank %d receives %llu",
@@ -149,11 +109,7 @@ static int coll_rsv_check(const coll_args_t *a, coll_rsv_t *v, const char *what)
                         (unsigned long long)v->rc[q]);
                 return ZC_ERR_INVAL;
             }
-            if (c > SIZE_MAX / v->es || d > SIZE_MAX / v->es - c) {
-                ZC_WARN(ZC_SUB_COLL, "rank %d %s: rank %d's displ %llu + count %llu overflows",
-                        a->rank, what, r, (unsigned long long)d, (unsigned long long)c);
-                return ZC_ERR_INVAL;
-            }
+            ZC_CHECK(coll_check_span(a, r, c, a->send_displs[r][q], v->es, what));
         }
     }
     return ZC_OK;
@@ -162,13 +118,7 @@ static int coll_rsv_check(const coll_args_t *a, coll_rsv_t *v, const char *what)
 /* Bytes of rank r's send buffer covered by its blocks. */
 static size_t coll_rsv_extent(const coll_args_t *a, const coll_rsv_t *v, int r)
 {
-    size_t e = 0;
-    for (int q = 0; q < a->nranks; q++) {
-        if (v->rc[q] > 0) {
-            e = ZC_MAX(e, (size_t)(a->send_displs[r][q] + v->rc[q]) * v->es);
-        }
-    }
-    return e;
+    return coll_extent(v->rc, a->send_displs[r], a->nranks, v->es);
 }
 
 static int coll_rsv_work(const coll_args_t *a, char *base, void *ctx)
@@ -231,36 +181,23 @@ int coll_reducescatterv_staged(const coll_args_t *a)
     coll_rsv_t v;
     ZC_CHECK(coll_check(a, COLL_F_REDUCE | COLL_F_STAGED, what));
     ZC_CHECK(coll_rsv_check(a, &v, what));
-    size_t per = coll_stage_elems(a, (size_t)a->nranks, what);
-    if (per == 0) {
-        return ZC_ERR_INVAL;
-    }
+    size_t per, rounds;
     uint64_t maxc = coll_max_u64(v.rc, a->nranks);
+    ZC_CHECK(coll_stage_plan(a, (size_t)a->nranks, maxc, what, &per, &rounds));
     if (maxc == 0) {
         return ZC_OK;
     }
-    size_t rounds = (size_t)((maxc + per - 1) / per);
-    size_t nbar = 2 * rounds - 1;
     int me = a->rank;
     size_t es = v.es;
-    size_t sext = coll_rsv_extent(a, &v, me);
-    size_t rb = v.rc[me] * es;
     const uint64_t *sd = a->send_displs[me];
-    const char *send = NULL;
-    void *snap = NULL;
-    int st = coll_check_buf(a->send, sext, what, "send", me);
-    if (st == ZC_OK) {
-        st = coll_check_buf(a->recv, rb, what, "recv", me);
-    }
-    if (st == ZC_OK) {
-        int safe = a->recv == (const void *)((const char *)a->send + sd[me] * es);
-        st = coll_stage_send(a, sext, rb, safe, &send, &snap);
-    }
-    if (st != ZC_OK) {
-        return coll_fail_staged(a, nbar, st);
-    }
+    int safe = (uintptr_t)a->recv == (uintptr_t)a->send + sd[me] * es;
+    const char *send;
+    void *snap;
+    ZC_CHECK(coll_stage_io(a, coll_rsv_extent(a, &v, me), v.rc[me] * es, safe, what, 2 * rounds - 1,
+                           &send, &snap));
 
     size_t pb = per * es;
+    int st = ZC_OK;
     for (size_t k = 0; k < rounds; k++) {
         size_t lo = k * per;
         if (k > 0) {

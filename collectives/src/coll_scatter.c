@@ -22,21 +22,15 @@
 static int coll_scatter_work(const coll_args_t *a, char *base, void *ctx)
 {
     size_t bytes = *(const size_t *)ctx;
-    int nt = coll_use_nt(a, bytes);
-    coll_put(base, (const char *)a->in[a->root] + (size_t)a->rank * bytes, bytes, nt);
-    if (nt) {
-        coll_store_fence();
-    }
+    coll_put_fenced(a, base, (const char *)a->in[a->root] + (size_t)a->rank * bytes, bytes);
     return ZC_OK;
 }
 
 int coll_scatter_direct(const coll_args_t *a)
 {
     static const char what[] = "scatter_direct";
-    size_t bytes, total;
-    ZC_CHECK(coll_check(a, COLL_F_ROOT | COLL_F_DIRECT, what));
-    ZC_CHECK(coll_bytes(a->count, coll_dtype_size(a->dtype), 1, what, &bytes));
-    ZC_CHECK(coll_bytes(bytes, 1, (size_t)a->nranks, what, &total));
+    size_t es, bytes, total;
+    ZC_CHECK(coll_begin(a, COLL_F_ROOT | COLL_F_DIRECT, what, &es, &bytes, &total));
     if (bytes == 0) {
         return ZC_OK;
     }
@@ -55,20 +49,12 @@ int coll_scatter_direct(const coll_args_t *a)
 int coll_scatter_staged(const coll_args_t *a)
 {
     static const char what[] = "scatter_staged";
-    size_t es, bytes, total;
-    ZC_CHECK(coll_check(a, COLL_F_ROOT | COLL_F_STAGED, what));
-    es = coll_dtype_size(a->dtype);
-    ZC_CHECK(coll_bytes(a->count, es, 1, what, &bytes));
-    ZC_CHECK(coll_bytes(bytes, 1, (size_t)a->nranks, what, &total));
+    size_t es, bytes, total, per, rounds;
+    ZC_CHECK(coll_begin(a, COLL_F_ROOT | COLL_F_STAGED, what, &es, &bytes, &total));
     if (bytes == 0) {
         return ZC_OK;
     }
-    size_t per = coll_stage_elems(a, (size_t)a->nranks, what);
-    if (per == 0) {
-        return ZC_ERR_INVAL;
-    }
-    size_t rounds = (a->count + per - 1) / per;
-    size_t nbar = 2 * rounds - 1;
+    ZC_CHECK(coll_stage_plan(a, (size_t)a->nranks, a->count, what, &per, &rounds));
     int me = a->rank;
     int is_root = me == a->root;
     const char *send = NULL;
@@ -82,7 +68,7 @@ int coll_scatter_staged(const coll_args_t *a)
         }
     }
     if (st != ZC_OK) {
-        return coll_fail_staged(a, nbar, st);
+        return coll_fail_staged(a, 2 * rounds - 1, st);
     }
 
     size_t pb = per * es;
