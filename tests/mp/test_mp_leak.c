@@ -182,6 +182,25 @@ static int lk_footprint_unreliable(void)
 }
 
 /* Wait (bounded) until fds, threads and maps are back to s0; fill s1. */
+/* A "before" snapshot with no transient fd in it: the peer may still be
+ * fetching one of our blocks through our broker, whose thread holds the
+ * connection for a moment (long enough to be seen under valgrind). Take
+ * snapshots until two in a row, 20 ms apart, agree. */
+static void lk_snap_quiet(lk_snap_t *s)
+{
+    lk_snap_t t;
+    lk_snap(s);
+    for (int waited = 0; waited < LK_SETTLE_MS; waited += 20) {
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+        lk_snap(&t);
+        if (t.fds == s->fds && t.fd_sig == s->fd_sig && t.threads == s->threads) {
+            return;
+        }
+        *s = t;
+    }
+}
+
 static int lk_settle(const lk_snap_t *s0, lk_snap_t *s1)
 {
     int vg = lk_footprint_unreliable();
@@ -334,7 +353,7 @@ static int lk_rank(int rank, int nranks, const HcclRootInfo *root, void *arg)
     }
     lk_snap_t a;
     lk_snap_t b;
-    lk_snap(&a);
+    lk_snap_quiet(&a);
     time_t t0 = time(NULL);
     for (int i = 0; i < LK_CYCLES && fails == 0; i++) {
         fails += lk_comm_cycle(sh, &e, k++);
@@ -348,7 +367,7 @@ static int lk_rank(int rank, int nranks, const HcclRootInfo *root, void *arg)
     for (unsigned i = 0; i < LK_WARMUP; i++) {
         fails += lk_activate_cycle(&e, i);
     }
-    lk_snap(&a);
+    lk_snap_quiet(&a);
     t0 = time(NULL);
     for (unsigned i = 0; i < LK_CYCLES && fails == 0; i++) {
         fails += lk_activate_cycle(&e, i);
@@ -365,7 +384,7 @@ static int lk_rank(int rank, int nranks, const HcclRootInfo *root, void *arg)
     }
     /* No warm-up here: a failed init must not touch a single fd of the
      * process (stdin included). */
-    lk_snap(&a);
+    lk_snap_quiet(&a);
     t0 = time(NULL);
     for (unsigned i = 0; i < LK_CYCLES && fails == 0; i++) {
         fails += lk_failed_init(&poisoned, i);
