@@ -22,8 +22,8 @@ __attribute__((visibility("default"))) uint64_t zccl_comm_staged_bytes(HcclComm 
 __attribute__((visibility("default"))) uint64_t zccl_comm_zero_copy_ops(HcclComm comm);
 __attribute__((visibility("default"))) uint64_t zccl_comm_buffered_ops(HcclComm comm);
 
-/** AllReduce bytes this rank carried inline in its post slot (messages of at
- *  most 24 bytes on activated memory skip the user-buffer reads). */
+/** Bytes this rank carried inline in its post slot: AllReduce / AllGather of
+ *  at most 4 KiB per rank on activated memory skip the user-buffer reads. */
 __attribute__((visibility("default"))) uint64_t zccl_comm_inline_bytes(HcclComm comm);
 
 /** 1 once the communicator created its CCL buffer (buffered path used). */
