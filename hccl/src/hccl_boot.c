@@ -112,8 +112,7 @@ static void zh_send_status(int fd, uint32_t magic, int status)
 
 /* Validate a hello against the session so far; returns ZC_OK or the error the
  * whole session fails with (and logs why). */
-static int zh_server_check(const zh_server_t *s, const zh_hello_t *h, const zh_hello_t *first,
-                           const int *conn)
+static int zh_server_check(const zh_hello_t *h, const zh_hello_t *first, const int *conn)
 {
     if (h->nranks == 0 || h->nranks > ZH_MAX_RANKS) {
         ZC_WARN(ZC_SUB_BOOT, "root: rank %u asks for nranks %u (must be 1..%d)", h->rank,
@@ -138,7 +137,6 @@ static int zh_server_check(const zh_server_t *s, const zh_hello_t *h, const zh_h
                 "communicators are not supported", h->rank, first->rank);
         return ZC_ERR_NOT_SUPPORT;
     }
-    (void)s;
     return ZC_OK;
 }
 
@@ -230,7 +228,7 @@ static void *zh_server_main(void *arg)
             close(fd);
             continue;
         }
-        int st = zh_server_check(s, &h, have_first ? &first : NULL, conn);
+        int st = zh_server_check(&h, have_first ? &first : NULL, conn);
         if (st != ZC_OK) {
             failed = st;
             zh_send_status(fd, ZH_MSG_TABLE, failed);

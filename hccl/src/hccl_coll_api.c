@@ -70,6 +70,18 @@ static HcclResult zh_check_root(const char *fn, const zh_comm_t *c, uint32_t roo
     return HCCL_SUCCESS;
 }
 
+/* My own entry of a V array must equal the count I pass. */
+static HcclResult zh_check_own(const char *fn, const zh_comm_t *c, const char *mine,
+                               uint64_t count, const char *array, const uint64_t *v)
+{
+    if (v[c->rank] != count) {
+        ZC_WARN(ZC_SUB_COLL, "%s: rank %d %s %llu differs from %s[%d] %llu", fn, c->rank, mine,
+                (unsigned long long)count, array, c->rank, (unsigned long long)v[c->rank]);
+        return HCCL_E_PARA;
+    }
+    return HCCL_SUCCESS;
+}
+
 /* Extent of a counts/displacements pair: max(displ[i] + count[i]) elements. */
 static HcclResult zh_extent(const char *fn, const char *what, const zh_comm_t *c,
                             const uint64_t *counts, const uint64_t *displs, size_t size,
@@ -209,12 +221,7 @@ ZC_EXPORT HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *rec
     ZH_CHECK_RESULT(zh_check_dtype(__func__, dataType, &sz));
     ZH_CHECK_RESULT(zh_bytes(__func__, "sendCount", sendCount, sz, 1, &sb));
     ZH_CHECK_RESULT(zh_extent(__func__, "recv", c, rc, rd, sz, &rb));
-    if (rc[c->rank] != sendCount) {
-        ZC_WARN(ZC_SUB_COLL, "%s: rank %d sendCount %llu differs from recvCounts[%d] %llu",
-                __func__, c->rank, (unsigned long long)sendCount, c->rank,
-                (unsigned long long)rc[c->rank]);
-        return HCCL_E_PARA;
-    }
+    ZH_CHECK_RESULT(zh_check_own(__func__, c, "sendCount", sendCount, "recvCounts", rc));
     ZH_CHECK_RESULT(zh_check_buf(__func__, "sendBuf", sendBuf, sb));
     ZH_CHECK_RESULT(zh_check_buf(__func__, "recvBuf", recvBuf, rb));
     zh_op_t o = {ZH_OP_ALLGATHERV, dataType, 0, 0, sendCount, sendBuf, recvBuf, sb, rb,
@@ -237,12 +244,7 @@ ZC_EXPORT HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts,
     ZH_CHECK_RESULT(zh_check_redop(__func__, dataType, op));
     ZH_CHECK_RESULT(zh_extent(__func__, "send", c, sc, sd, sz, &sb));
     ZH_CHECK_RESULT(zh_bytes(__func__, "recvCount", recvCount, sz, 1, &rb));
-    if (sc[c->rank] != recvCount) {
-        ZC_WARN(ZC_SUB_COLL, "%s: rank %d recvCount %llu differs from sendCounts[%d] %llu",
-                __func__, c->rank, (unsigned long long)recvCount, c->rank,
-                (unsigned long long)sc[c->rank]);
-        return HCCL_E_PARA;
-    }
+    ZH_CHECK_RESULT(zh_check_own(__func__, c, "recvCount", recvCount, "sendCounts", sc));
     ZH_CHECK_RESULT(zh_check_buf(__func__, "sendBuf", sendBuf, sb));
     ZH_CHECK_RESULT(zh_check_buf(__func__, "recvBuf", recvBuf, rb));
     zh_op_t o = {ZH_OP_REDUCESCATTERV, dataType, op, 0, recvCount, sendBuf, recvBuf, sb, rb,

@@ -103,7 +103,8 @@ static int zh_comm_apply_config(zh_comm_t *c, const HcclCommConfig *cfg)
                     cfg->hcclDeterministic);
             return ZC_ERR_INVAL;
         }
-        c->deterministic = (int)cfg->hcclDeterministic;
+        /* zccl's reduction order is always fixed by rank: every valid
+         * value is honoured by construction. */
     }
     if (ZH_CFG_HAS(cfg, hcclCommName) && cfg->hcclCommName[0] != '\0') {
         if (memchr(cfg->hcclCommName, '\0', sizeof(cfg->hcclCommName)) == NULL) {
@@ -155,7 +156,6 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     }
     c->buffsize = env->buffsize_mb << 20;
     c->exec_timeout_ns = env->exec_timeout_s * 1000000000ull;
-    c->deterministic = env->deterministic;
     c->spin_iters = (uint32_t)env->spin_iters;
     c->tune.oneshot_max = (size_t)env->oneshot_max;
     c->tune.nt_min = (size_t)env->nt_min;

@@ -67,17 +67,10 @@ typedef enum {
     ZH_OP_MAX
 } zh_op_kind_t;
 
-/* A rank's view of one op, published in its control segment. The V arrays
- * (rank-local arguments) follow inline; nothing here is a pointer valid in
- * another process except send_va/recv_va, which peers translate. */
+/* What peers need of my op beyond its post line (which holds the fields ranks
+ * agree on): my buffers, which they translate, and my V arrays (rank-local
+ * arguments). Nothing here is a pointer valid in another process. */
 typedef struct {
-    uint32_t seq;
-    uint32_t kind;
-    int32_t dtype;
-    int32_t redop;
-    int32_t root;
-    uint32_t zc_ok; /* my send and recv lie wholly in activated memory */
-    uint64_t count;
     uint64_t send_va;
     uint64_t recv_va;
     uint64_t send_bytes; /* extent of the send buffer this op touches */
@@ -212,14 +205,6 @@ typedef struct {
     uint32_t last_region; /* region index the last translation hit */
 } zh_peer_t;
 
-/* A block this rank activated (local bookkeeping). */
-typedef struct {
-    void *va;
-    size_t size;
-    uint64_t token;
-    int fd; /* dup of the physical handle's memfd, for same-process peers */
-} zh_local_region_t;
-
 typedef struct zh_comm {
     uint32_t magic; /* ZH_COMM_MAGIC while alive */
     int rank;
@@ -230,7 +215,6 @@ typedef struct zh_comm {
     /* settings in force for this comm (env table, overridden by config) */
     uint64_t buffsize;       /* bytes */
     uint64_t exec_timeout_ns; /* 0 = never */
-    int deterministic;
     uint32_t spin_iters;
     coll_tuning_t tune;
 
@@ -247,7 +231,7 @@ typedef struct zh_comm {
     pthread_mutex_t lock;
     uint32_t ctrl_count;
     int ranges_linked; /* the first (collective) SetMemoryRange is done */
-    zh_local_region_t regions[ZH_MAX_REGIONS];
+    uint64_t region_token[ZH_MAX_REGIONS]; /* broker offer of each active block (0: none) */
     int ccl_fd;
     void *ccl_local;
     size_t ccl_bytes; /* min over ranks, once created */

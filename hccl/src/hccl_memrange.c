@@ -198,7 +198,7 @@ int zh_mem_activate(zh_comm_t *c, void *va, size_t size, size_t offset, void *ha
             goto out;
         }
     }
-    c->regions[slot] = (zh_local_region_t){va, size, token, -1};
+    c->region_token[slot] = token;
     zh_table_begin(c);
     zh_region_t *g = &c->ctrl->regions[slot];
     g->va = v;
@@ -226,10 +226,10 @@ int zh_mem_deactivate(zh_comm_t *c, void *va)
         g->state = 0;
         g->gen++;
         zh_table_end(c);
-        if (c->regions[k].token != 0) {
-            (void)zccl_broker_withdraw(c->regions[k].token);
+        if (c->region_token[k] != 0) {
+            (void)zccl_broker_withdraw(c->region_token[k]);
         }
-        memset(&c->regions[k], 0, sizeof(c->regions[k]));
+        c->region_token[k] = 0;
         pthread_mutex_unlock(&c->lock);
         return ZC_OK;
     }
@@ -421,10 +421,10 @@ void zh_mem_release_all(zh_comm_t *c)
         memset(p->map_gen, 0, sizeof(p->map_gen));
     }
     for (int k = 0; k < ZH_MAX_REGIONS; k++) {
-        if (c->regions[k].token != 0) {
-            (void)zccl_broker_withdraw(c->regions[k].token);
+        if (c->region_token[k] != 0) {
+            (void)zccl_broker_withdraw(c->region_token[k]);
         }
     }
-    memset(c->regions, 0, sizeof(c->regions));
+    memset(c->region_token, 0, sizeof(c->region_token));
     pthread_mutex_unlock(&c->lock);
 }

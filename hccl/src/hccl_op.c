@@ -116,18 +116,12 @@ static int zh_op_exec(zh_comm_t *c, const zh_task_t *t)
     const zh_op_t *op = &t->op;
     uint32_t seq = ++c->seq;
     zh_desc_t *mine = &c->ctrl->desc[seq & 1u];
-    mine->seq = seq;
-    mine->kind = (uint32_t)op->kind;
-    mine->dtype = op->dtype;
-    mine->redop = op->redop;
-    mine->root = op->root;
-    mine->count = op->count;
     mine->send_va = (uint64_t)(uintptr_t)op->send;
     mine->recv_va = (uint64_t)(uintptr_t)op->recv;
     mine->send_bytes = op->send_bytes;
     mine->recv_bytes = op->recv_bytes;
-    mine->zc_ok = (uint32_t)(zh_mem_local_covers(c, mine->send_va, op->send_bytes) &&
-                             zh_mem_local_covers(c, mine->recv_va, op->recv_bytes));
+    int zc_ok = zh_mem_local_covers(c, mine->send_va, op->send_bytes) &&
+                zh_mem_local_covers(c, mine->recv_va, op->recv_bytes);
     for (int i = 0; i < 4; i++) {
         if (op->v[i] != NULL) {
             memcpy(mine->v[i], t->arrays[i], sizeof(uint64_t) * (size_t)c->nranks);
@@ -137,7 +131,7 @@ static int zh_op_exec(zh_comm_t *c, const zh_task_t *t)
     post->kind = (uint8_t)op->kind;
     post->dtype = (uint8_t)op->dtype;
     post->redop = (uint8_t)op->redop;
-    post->zc_ok = (uint8_t)mine->zc_ok;
+    post->zc_ok = (uint8_t)zc_ok;
     post->root = op->root;
     post->count = op->count;
     /* Small AllReduce / AllGather: my input travels with my post (used only
@@ -146,7 +140,7 @@ static int zh_op_exec(zh_comm_t *c, const zh_task_t *t)
                               ? op->send_bytes
                               : ZH_INLINE_MAX + 1;
     uint8_t *inl = inline_bytes <= ZH_POST_DATA ? post->data : c->ctrl->idata[seq & 1u];
-    if (inline_bytes <= ZH_INLINE_MAX && inline_bytes > 0 && mine->zc_ok) {
+    if (inline_bytes <= ZH_INLINE_MAX && inline_bytes > 0 && zc_ok) {
         memcpy(inl, op->send, inline_bytes);
     }
     /* Entry: my post (release) and every peer's post of this op. */
@@ -206,7 +200,7 @@ static int zh_op_exec(zh_comm_t *c, const zh_task_t *t)
         uint64_t each[ZH_MAX_RANKS];
         zh_sync_t sync = {{zh_sync_barrier}, c};
         for (int q = 0; q < c->nranks; q++) {
-            each[q] = d[q]->count;
+            each[q] = p[q]->count;
             for (int i = 0; i < 4; i++) {
                 arr[i][q] = d[q]->v[i];
             }
