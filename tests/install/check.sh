@@ -1,6 +1,7 @@
 #!/bin/sh
 # Install the build tree into a temporary prefix and build an outside program
-# three ways: plain cc, pkg-config, and find_package(zccl).
+# with plain cc (from lib/ and, as CANN Makefiles do, from lib64/ with each
+# library name), pkg-config and find_package(zccl), from either directory.
 # usage: check.sh BUILD_DIR SOURCE_DIR
 set -eu
 build=$1
@@ -8,11 +9,16 @@ src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/p" >/dev/null
-for f in include/acl/acl.h include/acl/acl_rt.h include/acl/acl_base.h include/hccl/hccl.h \
-         include/hccl/hccl_types.h include/hccl/hccl_comm.h lib/libascendcl.so lib/libacl_rt.so \
-         lib/libhccl.so lib/cmake/zccl/zcclConfig.cmake lib/pkgconfig/hccl.pc \
-         lib/pkgconfig/ascendcl.pc; do
+for f in include/acl/acl.h include/acl/acl_rt.h include/acl/acl_base.h include/acl/acl_prof.h \
+         include/acl/acl_mdl.h include/hccl/hccl.h include/hccl/hccl_types.h \
+         include/hccl/hccl_comm.h lib/cmake/zccl/zcclConfig.cmake lib/pkgconfig/hccl.pc \
+         lib/pkgconfig/ascendcl.pc lib64/cmake/zccl/zcclConfig.cmake lib64/pkgconfig/hccl.pc; do
     test -e "$tmp/p/$f" || { echo "missing after install: $f"; exit 1; }
+done
+for d in lib lib64; do
+    for l in libhccl.so libascendcl.so libacl_rt.so libmsprofiler.so; do
+        test -e "$tmp/p/$d/$l" || { echo "missing after install: $d/$l"; exit 1; }
+    done
 done
 cc -I"$tmp/p/include" "$src/tests/install/prog.c" -L"$tmp/p/lib" -lhccl -lascendcl \
    -Wl,-rpath,"$tmp/p/lib" -o "$tmp/plain"
@@ -23,7 +29,21 @@ cc "$src/tests/install/prog.c" $(PKG_CONFIG_PATH="$tmp/p/lib/pkgconfig" pkg-conf
 cc -I"$tmp/p/include" "$src/tests/install/prog.c" -L"$tmp/p/lib" -lhccl -lacl_rt \
    -Wl,-rpath,"$tmp/p/lib" -o "$tmp/aclrt"
 "$tmp/aclrt"
+# CANN's Makefiles: -L${ASCEND_HOME_PATH}/lib64 with either runtime name, and -lmsprofiler.
+cc -I"$tmp/p/include" "$src/tests/install/prog.c" -L"$tmp/p/lib64" -lhccl -lascendcl \
+   -Wl,-rpath,"$tmp/p/lib64" -o "$tmp/lib64_ascendcl"
+"$tmp/lib64_ascendcl"
+cc -DZT_PROF -I"$tmp/p/include" "$src/tests/install/prog.c" -L"$tmp/p/lib64" -lhccl -lacl_rt \
+   -lmsprofiler -Wl,-rpath,"$tmp/p/lib64" -o "$tmp/lib64_aclrt"
+"$tmp/lib64_aclrt"
+cc "$src/tests/install/prog.c" \
+   $(PKG_CONFIG_PATH="$tmp/p/lib64/pkgconfig" pkg-config --cflags --libs hccl) \
+   -Wl,-rpath,"$tmp/p/lib" -o "$tmp/pc64"
+"$tmp/pc64"
 cmake -S "$src/tests/install" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/p" >/dev/null
 cmake --build "$tmp/consumer" >/dev/null
 "$tmp/consumer/consumer"
-echo "install check: headers, libraries, pkg-config and find_package(zccl) all work"
+cmake -S "$src/tests/install" -B "$tmp/consumer64" -Dzccl_DIR="$tmp/p/lib64/cmake/zccl" >/dev/null
+cmake --build "$tmp/consumer64" >/dev/null
+"$tmp/consumer64/consumer"
+echo "install check: headers, lib/ and lib64/ libraries, pkg-config and find_package(zccl) work"
