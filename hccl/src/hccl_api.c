@@ -186,9 +186,10 @@ ZC_EXPORT HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult *asyncError
 
 ZC_EXPORT uint32_t HcclGetCommConfigCapability(void)
 {
-    /* Bits of the HcclCommConfig fields zccl honours. */
-    return (1u << HCCL_COMM_CONFIG_BUFFER_SIZE) | (1u << HCCL_COMM_CONFIG_DETERMINISTIC) |
-           (1u << HCCL_COMM_CONFIG_COMM_NAME) | (1u << HCCL_COMM_CONFIG_EXEC_TIMEOUT);
+    /* As CANN: one past the last HcclCommConfigCapability value this layout
+     * knows, so `cap > HCCL_COMM_CONFIG_X` holds for every field. Each field
+     * is accepted; those with no meaning on a host are ignored (README). */
+    return (uint32_t)HCCL_COMM_CONFIG_RESERVED;
 }
 
 ZC_EXPORT HcclResult HcclBarrier(HcclComm comm, aclrtStream stream)

@@ -5,7 +5,10 @@
  * ACL_ERROR_REPEAT_INITIALIZE, as in CANN). The runtime calls do not require
  * it (devices, memory and streams work before aclInit, which only builds the
  * device table early and checks the config file); aclFinalize drains and
- * destroys the default streams.
+ * destroys the default streams. As in CANN's runtime, aclFinalize is refused
+ * only when it follows another aclFinalize with no aclInit between them
+ * (ACL_ERROR_REPEAT_FINALIZE): a finalize before any aclInit succeeds, so a
+ * tool that prints its usage and finalizes exits 0.
  *
  * Fork: the handlers are registered when the library is loaded. The prepare
  * handler takes every global lock of the library (in the fixed order device,
@@ -29,6 +32,7 @@
 
 static pthread_mutex_t vmm_init_mu = PTHREAD_MUTEX_INITIALIZER;
 static int vmm_inited;
+static int vmm_finalized; /* the last of aclInit / aclFinalize was aclFinalize */
 
 ZC_EXPORT aclError aclInit(const char *configPath)
 {
@@ -40,6 +44,7 @@ ZC_EXPORT aclError aclInit(const char *configPath)
     pthread_mutex_lock(&vmm_init_mu);
     int again = vmm_inited;
     vmm_inited = 1;
+    vmm_finalized = 0;
     pthread_mutex_unlock(&vmm_init_mu);
     if (again) {
         ZC_WARN(ZC_SUB_INIT, "aclInit: already initialised (call aclFinalize first)");
@@ -57,11 +62,12 @@ ZC_EXPORT aclError aclInit(const char *configPath)
 ZC_EXPORT aclError aclFinalize(void)
 {
     pthread_mutex_lock(&vmm_init_mu);
-    int was = vmm_inited;
+    int again = vmm_finalized;
     vmm_inited = 0;
+    vmm_finalized = 1;
     pthread_mutex_unlock(&vmm_init_mu);
-    if (!was) {
-        ZC_WARN(ZC_SUB_INIT, "aclFinalize: aclInit was not called (or already finalised)");
+    if (again) {
+        ZC_WARN(ZC_SUB_INIT, "aclFinalize: already finalised (no aclInit since the last one)");
         return ACL_ERROR_REPEAT_FINALIZE;
     }
     vmm_stream_drop_defaults(-1);
@@ -94,7 +100,9 @@ static void vmm_atfork_child(void)
     vmm_event_atfork_child();
     vmm_stream_atfork_child();
     vmm_device_atfork_child();
+    vmm_mdl_atfork_child();
     vmm_inited = 0;
+    vmm_finalized = 0;
     pthread_mutex_unlock(&vmm_init_mu);
 }
 

@@ -198,10 +198,11 @@ HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult *asyncError);
 const char *HcclGetErrorString(HcclResult code);
 
 /**
- * @brief Report which HcclCommConfig settings this library honours.
+ * @brief Report which HcclCommConfig settings this library accepts.
  *
- * @return a mask with bit n set when HcclCommConfigCapability value n is
- *         supported.
+ * @return a count, not a mask: HcclCommConfigCapability value v is supported
+ *         when the result is greater than v (here HCCL_COMM_CONFIG_RESERVED:
+ *         every field of the layout is accepted).
  */
 uint32_t HcclGetCommConfigCapability(void);
 

@@ -183,7 +183,7 @@ typedef struct HcclCommConfigDef {
     uint32_t hcclChannelSqDepth;          /**< send queue depth (version 11+) */
 } HcclCommConfig;
 
-/** Bit positions in the mask returned by HcclGetCommConfigCapability(). */
+/** Config fields; field v is supported when HcclGetCommConfigCapability() > v. */
 typedef enum {
     HCCL_COMM_CONFIG_BUFFER_SIZE = 0,
     HCCL_COMM_CONFIG_DETERMINISTIC = 1,
