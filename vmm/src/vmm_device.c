@@ -3,8 +3,12 @@
  * device, device use counts, peer access, and NUMA placement.
  *
  * The table is built once per process (pthread_once) from the config and
- * hwloc: the count is ZCCL_DEVICES when non-zero, else the number of cores
- * hwloc reports (at least 1). Device d belongs to NUMA node (d mod #NUMA);
+ * hwloc: the count is ZCCL_DEVICES when non-zero, else max(VMM_MIN_DEVICES,
+ * cores hwloc reports). Devices are logical, so the default never has fewer
+ * than the 8 of the server CANN's samples are written for (`mpirun -np 8`
+ * with one device per rank, or 8 threads of one process, each calling
+ * aclrtSetDevice(rank)) and those run unchanged on a 2-core host; a larger
+ * host gets one device per core. Device d belongs to NUMA node (d mod #NUMA);
  * its physical memory prefers that node (mbind, best effort) and its stream
  * workers run on that node's cpuset (best effort). The hwloc topology is only
  * needed while the table is built and is destroyed right after.
@@ -32,6 +36,7 @@
 
 #define VMM_MPOL_PREFERRED 1 /* linux/mempolicy.h, kept local: no libnuma dependency */
 #define VMM_MAX_NUMA 1024
+#define VMM_MIN_DEVICES 8 /* an 8-device server, what CANN's samples assume */
 
 typedef struct {
     int os_index;    /* NUMA node number the kernel knows, -1 if unknown */
@@ -73,7 +78,7 @@ static void vmm_device_table_build(void)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         cores = n > 0 ? (int)n : 1;
     }
-    vmm_ndev = cfg->devices != 0 ? (int)cfg->devices : cores;
+    vmm_ndev = cfg->devices != 0 ? (int)cfg->devices : ZC_MAX(VMM_MIN_DEVICES, cores);
     if (vmm_nnuma > 0) {
         vmm_numas = calloc((size_t)vmm_nnuma, sizeof(*vmm_numas));
     }
@@ -108,7 +113,7 @@ static void vmm_device_table_build(void)
         vmm_ndev = 1;
     }
     ZC_INFO(ZC_SUB_INIT, "%d devices (%s), %d NUMA nodes", vmm_ndev,
-            cfg->devices != 0 ? "ZCCL_DEVICES" : "one per core", vmm_nnuma);
+            cfg->devices != 0 ? "ZCCL_DEVICES" : "max(8, cores)", vmm_nnuma);
 }
 
 int vmm_device_count(void)

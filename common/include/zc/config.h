@@ -33,7 +33,8 @@ typedef enum { ZC_CFG_UINT, ZC_CFG_BOOL, ZC_CFG_STR } zc_cfg_type_t;
     X(HCCL_WHITELIST_DISABLE, ZC_CFG_BOOL, whitelist_disable, "true", 0, 1,                    \
       "Accepted for compatibility; the root listener checks the unique id")                    \
     X(ZCCL_DEVICES, ZC_CFG_UINT, devices, "0", 0, 4096,                                        \
-      "Number of logical devices (0 = one per core reported by hwloc)")                        \
+      "Number of logical devices (0 = max(8, cores reported by hwloc): CANN's 8-device "       \
+      "samples run on any host; device d is placed on NUMA node d mod #nodes)")                        \
     X(ZCCL_LOG_LEVEL, ZC_CFG_STR, log_level, "warn", 0, 0,                                     \
       "Log level: error, warn, info or debug")                                                 \
     X(ZCCL_LOG_SUBSYS, ZC_CFG_STR, log_subsys, "ALL", 0, 0,                                    \
@@ -43,6 +44,9 @@ typedef enum { ZC_CFG_UINT, ZC_CFG_BOOL, ZC_CFG_STR } zc_cfg_type_t;
       "Log to this file instead of stderr (%h = host, %p = pid)")                              \
     X(ZCCL_PRINT_CONFIG, ZC_CFG_BOOL, print_config, "false", 0, 1,                             \
       "Print this table with the values in force at first use")                                \
+    X(ZCCL_PRINT_STATS, ZC_CFG_BOOL, print_stats, "false", 0, 1,                               \
+      "At HcclCommDestroy every rank prints 'zccl stats: rank R comm NAME: Z zero-copy ops, "  \
+      "I inline ops, B buffered ops, S bytes staged' on stdout")                               \
     X(ZCCL_SPIN_ITERS, ZC_CFG_UINT, spin_iters, "2000", 0, 100000000,                          \
       "Polls of a shared flag before a waiter sleeps on its futex")                            \
     X(ZCCL_ONESHOT_MAX, ZC_CFG_UINT, oneshot_max, "16384", 0, 1073741824,                      \
