@@ -4,7 +4,7 @@
 # packages. Usage: scripts/deps.sh [extra packages...]
 set -euo pipefail
 
-pkgs=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhwloc-dev libcmocka-dev "$@")
+pkgs=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhwloc-dev libcmocka-dev libjson-c-dev "$@")
 missing=()
 for p in "${pkgs[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

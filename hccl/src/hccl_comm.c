@@ -12,6 +12,7 @@
  * HCCL_E_PARA and a log line instead of a crash.
  */
 #include "hccl_internal.h"
+#include "hccl_prof.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +218,7 @@ HcclResult zh_comm_destroy(zh_comm_t *c)
             sched_yield();
         }
     }
+    zh_stats_print(c);
     zh_comm_free(c);
     return HCCL_SUCCESS;
 }

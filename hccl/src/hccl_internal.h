@@ -245,6 +245,7 @@ typedef struct zh_comm {
     atomic_uint_fast64_t zc_ops;
     atomic_uint_fast64_t buf_ops;
     atomic_uint_fast64_t inline_bytes; /* bytes carried in post slots (small ops) */
+    atomic_uint_fast64_t inline_ops;   /* of zc_ops, those that ran inline */
 } zh_comm_t;
 
 #define ZH_COMM_MAGIC 0x7a63636cu

@@ -19,6 +19,8 @@
  * still attempted so buffers are not released under a reader.
  */
 #include "hccl_internal.h"
+#include "hccl_capture.h"
+#include "hccl_prof.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,7 @@ typedef struct {
     zh_comm_t *comm;
     zh_op_t op;
     uint64_t (*arrays)[ZH_MAX_RANKS]; /* V collectives only: copies of op.v */
+    zh_prof_mark_t prof;
 } zh_task_t;
 
 typedef struct {
@@ -183,6 +186,7 @@ static int zh_op_exec(zh_comm_t *c, const zh_task_t *t)
             }
         }
         atomic_fetch_add_explicit(&c->zc_ops, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->inline_ops, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&c->inline_bytes, inline_bytes, memory_order_relaxed);
         return ZC_OK;
     }
@@ -284,11 +288,14 @@ static int zh_op_task(void *arg)
     if (err != HCCL_SUCCESS) {
         r = (HcclResult)err; /* a broken comm fails every later op at once */
     } else {
+        zh_prof_snap_t snap;
+        zh_prof_begin(c, &snap);
         int st = zh_op_exec(c, t);
         r = zh_result(st);
         if (st == ZC_ERR_REMOTE || st == ZC_ERR_TIMEOUT) {
             zh_comm_fail(c, r);
         }
+        zh_prof_end(c, &t->op, &t->prof, &snap, r);
     }
     zc_log_set_rank(prev_rank);
     return (int)r;
@@ -304,6 +311,9 @@ static void zh_op_task_free(void *arg)
 
 HcclResult zh_op_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
 {
+    if (zccl_stream_capturing(stream)) {
+        return zh_capture_op(c, op, stream); /* recorded for aclmdlRI replays, not run */
+    }
     zh_task_t *t = malloc(sizeof(*t));
     if (t == NULL) {
         ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory queueing an op", c->rank);
@@ -312,6 +322,7 @@ HcclResult zh_op_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
     t->comm = c;
     t->op = *op;
     t->arrays = NULL;
+    zh_prof_issue(&t->prof, stream);
     if (op->v[0] != NULL || op->v[2] != NULL) {
         /* The caller may reuse its count arrays once the call returns. */
         t->arrays = calloc(4, sizeof(*t->arrays));

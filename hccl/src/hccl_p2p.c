@@ -21,6 +21,8 @@
  * no collective step is needed.
  */
 #include "hccl_internal.h"
+#include "hccl_capture.h"
+#include "hccl_prof.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -50,6 +52,7 @@ typedef struct {
 typedef struct {
     zh_comm_t *comm;
     uint32_t n;
+    zh_prof_mark_t prof;
     zh_item_t items[];
 } zh_batch_t;
 
@@ -391,10 +394,15 @@ static int zh_p2p_task(void *arg)
     if (err != HCCL_SUCCESS) {
         r = (HcclResult)err;
     } else {
+        zh_prof_snap_t snap;
+        zh_prof_begin(c, &snap);
         int st = zh_p2p_run(c, b);
         r = zh_result(st);
         if (st != ZC_OK && st != ZC_ERR_INVAL) {
             zh_comm_fail(c, r); /* pair state is unknown now: the comm is broken */
+        }
+        if (snap.t0 != 0) {
+            zh_prof_p2p(c, &b->items[0].it, sizeof(b->items[0]), b->n, &b->prof, &snap, r);
         }
     }
     zc_log_set_rank(prev);
@@ -439,6 +447,9 @@ HcclResult zh_p2p_submit(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n
             return HCCL_E_PTR;
         }
     }
+    if (zccl_stream_capturing(stream)) {
+        return zh_capture_p2p(c, items, n, stream); /* recorded for aclmdlRI replays, not run */
+    }
     zh_batch_t *b = calloc(1, sizeof(*b) + sizeof(zh_item_t) * n);
     if (b == NULL) {
         ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory for %u send/recv items", c->rank, n);
@@ -446,6 +457,7 @@ HcclResult zh_p2p_submit(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n
     }
     b->comm = c;
     b->n = n;
+    zh_prof_issue(&b->prof, stream);
     for (uint32_t i = 0; i < n; i++) {
         b->items[i].it = items[i];
         b->items[i].bytes = items[i].count * coll_dtype_size(items[i].dataType);

@@ -292,6 +292,11 @@ static int vmm_event_wait_task(void *p)
     return rc;
 }
 
+int vmm_event_is_task(zccl_task_fn fn)
+{
+    return fn == vmm_event_record_task || fn == vmm_event_reset_task || fn == vmm_event_wait_task;
+}
+
 static void vmm_event_task_dtor(void *p)
 {
     vmm_ev_task_t *t = p;

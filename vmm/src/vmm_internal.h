@@ -21,6 +21,7 @@
 #ifndef ZCCL_VMM_INTERNAL_H
 #define ZCCL_VMM_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -99,6 +100,43 @@ void vmm_event_wake_all(void);
 
 /** Drain and destroy every default stream (aclFinalize), or only dev's (dev >= 0). */
 void vmm_stream_drop_defaults(int dev);
+
+/* ---- graph capture (vmm_mdl.c) ------------------------------------------------------- */
+
+/** Streams capturing now; the hooks below cost one relaxed load while it is 0. */
+extern atomic_int vmm_mdl_ncapture;
+
+/** Is s capturing into a model? */
+int vmm_mdl_capturing(const vmm_stream_t *s);
+
+/** If s is capturing, keep the task in its model (or refuse it) and return 1 with
+ *  *rc the push's result (on an error the caller still owns arg); else 0. */
+int vmm_mdl_capture_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *),
+                         aclError *rc);
+
+/** s is being destroyed: a capture on it is invalidated. */
+void vmm_mdl_stream_gone(const vmm_stream_t *s);
+
+/** Fork child: no capture survives (streams do not). */
+void vmm_mdl_atfork_child(void);
+
+/** Is fn one of the event tasks (record / reset / wait)? (vmm_event.c) */
+int vmm_event_is_task(zccl_task_fn fn);
+
+/* ---- profiling (vmm_prof.c) ---------------------------------------------------------- */
+
+/** What a copy task keeps for its trace record. */
+typedef struct {
+    uint64_t t_enq; /* 0: not recording when issued */
+    aclrtStream stream;
+    int dev;
+} vmm_prof_copy_t;
+
+/** At issue: stamp p when copies are being recorded (one relaxed load otherwise). */
+void vmm_prof_copy_issue(vmm_prof_copy_t *p, aclrtStream stream);
+
+/** At the end of a copy that started at t0 (recording was on): record it. */
+void vmm_prof_copy(const vmm_prof_copy_t *p, int is_copy, size_t bytes, uint64_t t0);
 
 /* ---- fork handlers (each module; called from vmm_init.c in this order) ------------ */
 

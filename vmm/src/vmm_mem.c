@@ -19,6 +19,8 @@
 
 #include "zc/export.h"
 #include "zc/log.h"
+#include "zc/sync.h"
+#include "zccl/prof_ext.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -323,18 +325,22 @@ typedef struct {
     const void *src; /* NULL: fill with value */
     size_t count;
     int value;
+    vmm_prof_copy_t prof;
 } vmm_copy_task_t;
 
 static int vmm_copy_task(void *p)
 {
     vmm_copy_task_t *t = p;
+    uint64_t t0 = zccl_prof_on(ZCCL_PROF_COPY) ? zc_time_ns() : 0;
     if (t->count == 0) {
-        return 0;
-    }
-    if (t->src != NULL) {
+        /* nothing to move */
+    } else if (t->src != NULL) {
         memmove(t->dst, t->src, t->count);
     } else {
         memset(t->dst, (unsigned char)t->value, t->count);
+    }
+    if (t0 != 0) {
+        vmm_prof_copy(&t->prof, t->src != NULL, t->count, t0);
     }
     return 0;
 }
@@ -353,6 +359,7 @@ static aclError vmm_copy_enqueue(void *dst, const void *src, size_t count, int v
         rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
     } else {
         *t = (vmm_copy_task_t){.dst = dst, .src = src, .count = count, .value = value};
+        vmm_prof_copy_issue(&t->prof, stream);
         rc = vmm_stream_push(s, vmm_copy_task, t, free);
         if (rc != ACL_SUCCESS) {
             free(t);

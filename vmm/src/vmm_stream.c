@@ -281,6 +281,11 @@ int vmm_stream_aborting(const vmm_stream_t *s)
 
 aclError vmm_stream_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *))
 {
+    aclError captured;
+    if (atomic_load_explicit(&vmm_mdl_ncapture, memory_order_relaxed) != 0 &&
+        vmm_mdl_capture_push(s, fn, arg, dtor, &captured)) {
+        return captured; /* kept for aclmdlRI replays, not run (vmm_mdl.c) */
+    }
     vmm_task_t *t = malloc(sizeof(*t));
     if (t == NULL) {
         ZC_WARN(ZC_SUB_STREAM, "enqueue on stream %p: out of memory", (void *)s);
@@ -438,6 +443,7 @@ static aclError vmm_stream_destroy_api(aclrtStream stream, int force, const char
         ZC_WARN(ZC_SUB_STREAM, "%s: stream %p is not a live stream", what, stream);
         return ACL_ERROR_RT_INVALID_HANDLE;
     }
+    vmm_mdl_stream_gone(s);
     vmm_stream_shutdown(s, force);
     vmm_stream_put(s);
     return ACL_SUCCESS;
@@ -459,6 +465,11 @@ static aclError vmm_stream_sync_api(aclrtStream stream, int64_t timeout_ms, cons
     aclError rc = vmm_stream_get(stream, what, &s);
     if (rc != ACL_SUCCESS) {
         return rc;
+    }
+    if (vmm_mdl_capturing(s)) {
+        vmm_stream_put(s);
+        ZC_WARN(ZC_SUB_STREAM, "%s: stream %p is capturing (end the capture first)", what, stream);
+        return ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT;
     }
     rc = vmm_stream_sync(s, timeout_ms, 1, what);
     vmm_stream_put(s);

@@ -54,6 +54,32 @@ __attribute__((visibility("default"))) int zccl_current_device(void);
 /** NUMA node memory of device dev is placed on (-1 unknown). */
 __attribute__((visibility("default"))) int zccl_device_numa(int dev);
 
+/* ---- graph capture (aclmdlRI, vmm_mdl.c) -------------------------------- */
+
+/**
+ * Whether work issued on stream (NULL = current device's default stream)
+ * is being captured into a model instead of run. One relaxed load when no
+ * stream of the process captures. Work for a capturing stream must never run
+ * on the caller's thread: it goes to zccl_stream_enqueue (captured there) or
+ * to zccl_stream_capture_add.
+ */
+__attribute__((visibility("default"))) int zccl_stream_capturing(aclrtStream stream);
+
+/** Re-issue one captured node on target; returns ACL_SUCCESS or an aclError. */
+typedef aclError (*zccl_replay_fn)(void *arg, aclrtStream target);
+
+/**
+ * Add a node to the model capturing on stream: every aclmdlRIExecuteAsync of
+ * the model calls replay(arg, target) on its caller's thread, in node order;
+ * release(arg) runs when the model is destroyed. Returns ACL_SUCCESS, or
+ * ACL_ERROR_RT_STREAM_NOT_CAPTURED when the stream is not capturing (or an
+ * allocation error); on an error the caller still owns arg.
+ */
+__attribute__((visibility("default"))) aclError zccl_stream_capture_add(aclrtStream stream,
+                                                                        zccl_replay_fn replay,
+                                                                        void *arg,
+                                                                        void (*release)(void *));
+
 /* ---- physical memory ---------------------------------------------------- */
 
 /**
