@@ -46,4 +46,17 @@ cmake --build "$tmp/consumer" >/dev/null
 cmake -S "$src/tests/install" -B "$tmp/consumer64" -Dzccl_DIR="$tmp/p/lib64/cmake/zccl" >/dev/null
 cmake --build "$tmp/consumer64" >/dev/null
 "$tmp/consumer64/consumer"
+# A prefix whose lib64/ exists already: one link per library and package file.
+mkdir -p "$tmp/q/lib64"
+cmake --install "$build" --prefix "$tmp/q" >/dev/null
+cc -DZT_PROF -I"$tmp/q/include" "$src/tests/install/prog.c" -L"$tmp/q/lib64" -lhccl -lacl_rt \
+   -lmsprofiler -Wl,-rpath,"$tmp/q/lib64" -o "$tmp/q64"
+"$tmp/q64"
+cc "$src/tests/install/prog.c" \
+   $(PKG_CONFIG_PATH="$tmp/q/lib64/pkgconfig" pkg-config --cflags --libs hccl) \
+   -Wl,-rpath,"$tmp/q/lib" -o "$tmp/qpc64"
+"$tmp/qpc64"
+cmake -S "$src/tests/install" -B "$tmp/qconsumer64" -Dzccl_DIR="$tmp/q/lib64/cmake/zccl" >/dev/null
+cmake --build "$tmp/qconsumer64" >/dev/null
+"$tmp/qconsumer64/consumer"
 echo "install check: headers, lib/ and lib64/ libraries, pkg-config and find_package(zccl) work"
