@@ -2,13 +2,12 @@
  * Graph capture (acl/acl_mdl.h) with two thread ranks of one process.
  *
  * Each rank captures, on its stream, a copy of a staging buffer into its
- * zero-copy send buffer, an AllReduce, a Broadcast from rank 1 and a buffered
- * AllReduce: nothing runs during the capture (outputs stay untouched, no op
- * is counted). Five replays with new staging data each must give exact
- * results, and each replay's collectives are new ops (the comm's op counters
- * grow by the model's ops per replay). Ops issued one by one between two
- * replays interleave correctly. Then the error codes: begin twice, end with
- * no capture, synchronize or record an event on a capturing stream (the
+ * zero-copy send buffer, an AllReduce, a Broadcast from rank 1, a buffered
+ * AllReduce and a Send from rank 0 to rank 1: nothing runs during the capture (outputs stay
+ * untouched, no op is counted). Five replays with new staging data each must give exact results,
+ * and each replay's collectives are new ops (the comm's op counters grow by the model's ops per
+ * replay). Ops issued one by one between two replays interleave correctly. Then the error codes:
+ * begin twice, end with no capture, synchronize or record an event on a capturing stream (the
  * capture is invalidated and its end says so), end on another thread in a
  * non-relaxed mode, run a model on a capturing stream, bad handles, destroy
  * while a replay is queued.
@@ -48,6 +47,7 @@ static int rank_capture(int rank, int nranks, const HcclRootInfo *root, void *ar
     float *precv = (float *)(void *)(env.plain + env.half);
     static float stage[NRANKS][COUNT];
     static float bcast[NRANKS][COUNT];
+    static float p2p[COUNT]; /* rank 1 receives rank 0's staging buffer */
     for (int i = 0; i < COUNT; i++) {
         recv[i] = -1.0f;
         precv[i] = -1.0f;
@@ -80,6 +80,13 @@ static int rank_capture(int rank, int nranks, const HcclRootInfo *root, void *ar
                  HcclAllReduce(psend, precv, COUNT, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_MAX, env.comm,
                                env.stream),
                  HCCL_SUCCESS, "captured buffered");
+    if (rank == 0) {
+        ZT_EXPECT_RC(&env, HcclSend(stage[0], COUNT, HCCL_DATA_TYPE_FP32, 1, env.comm, env.stream),
+                     HCCL_SUCCESS, "captured send");
+    } else {
+        ZT_EXPECT_RC(&env, HcclRecv(p2p, COUNT, HCCL_DATA_TYPE_FP32, 0, env.comm, env.stream),
+                     HCCL_SUCCESS, "captured recv");
+    }
     ZT_EXPECT(&env, aclrtSynchronizeStream(env.stream) == ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT,
               "sync while capturing");
     aclmdlRI model = NULL;
@@ -105,15 +112,16 @@ static int rank_capture(int rank, int nranks, const HcclRootInfo *root, void *ar
         int bad = 0;
         for (int i = 0; i < COUNT && !bad; i++) {
             float want = (float)(3 * (k + 1) + 2 * (i % 7));
-            bad = recv[i] != want || bcast[rank][i] != (float)(k * 1000 + i) || precv[i] != 2.0f;
+            bad = recv[i] != want || bcast[rank][i] != (float)(k * 1000 + i) || precv[i] != 2.0f ||
+                  (rank == 1 && p2p[i] != (float)(k + 1 + i % 7));
             ZT_EXPECT(&env, !bad, "replay %d element %d: %f (want %f) %f %f", k, i, recv[i], want,
                       bcast[rank][i], precv[i]);
         }
     }
-    /* per replay: the zero-copy AllReduce; the Broadcast (plain memory) and the
-     * buffered AllReduce */
+    /* per replay: the zero-copy AllReduce and the send/recv (peers in one
+     * process); the Broadcast (plain memory) and the buffered AllReduce */
     ZT_EXPECT(&env,
-              zccl_comm_zero_copy_ops(env.comm) == zc0 + REPLAYS &&
+              zccl_comm_zero_copy_ops(env.comm) == zc0 + 2 * REPLAYS &&
                   zccl_comm_buffered_ops(env.comm) == buf0 + 2 * REPLAYS,
               "ops per replay: zero-copy %llu buffered %llu",
               (unsigned long long)(zccl_comm_zero_copy_ops(env.comm) - zc0),
