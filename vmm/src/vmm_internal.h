@@ -103,8 +103,8 @@ void vmm_stream_drop_defaults(int dev);
 
 /* ---- graph capture (vmm_mdl.c) ------------------------------------------------------- */
 
-/** Streams capturing now; the hooks below cost one relaxed load while it is 0. */
-extern atomic_int vmm_mdl_ncapture;
+/* zccl_capture_count (vmm_ext.h): streams capturing now; the hooks below cost
+ * one relaxed load of it while it is 0. */
 
 /** Is s capturing into a model? */
 int vmm_mdl_capturing(const vmm_stream_t *s);

@@ -19,7 +19,7 @@
  * so node arguments outlive every queued use of them.
  *
  * Cost: when no stream captures, the hooks are one relaxed load of
- * vmm_mdl_ncapture; otherwise they take vmm_mdl_mu. Models are validated
+ * zccl_capture_count; otherwise they take vmm_mdl_mu. Models are validated
  * against the list of live ones, so a stale handle is an error, not a crash.
  */
 #define _GNU_SOURCE
@@ -61,7 +61,7 @@ static struct {
     const vmm_stream_t *s;
     vmm_mdl_t *m;
 } vmm_mdl_caps[VMM_MDL_MAX_CAPTURES];
-atomic_int vmm_mdl_ncapture;
+ZC_EXPORT atomic_int zccl_capture_count;
 static vmm_mdl_t *vmm_mdl_live;
 
 /* ---- lookup (vmm_mdl_mu held) ------------------------------------------------------ */
@@ -90,7 +90,7 @@ static void vmm_mdl_cap_drop(int i)
 {
     vmm_mdl_caps[i].s = NULL;
     vmm_mdl_caps[i].m = NULL;
-    atomic_fetch_sub_explicit(&vmm_mdl_ncapture, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&zccl_capture_count, 1, memory_order_relaxed);
 }
 
 static void vmm_mdl_unlink(vmm_mdl_t *m)
@@ -134,7 +134,7 @@ static aclError vmm_mdl_add(vmm_mdl_t *m, const vmm_mdl_node_t *node)
 
 int vmm_mdl_capturing(const vmm_stream_t *s)
 {
-    if (atomic_load_explicit(&vmm_mdl_ncapture, memory_order_relaxed) == 0) {
+    if (atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) == 0) {
         return 0;
     }
     pthread_mutex_lock(&vmm_mdl_mu);
@@ -173,7 +173,7 @@ int vmm_mdl_capture_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dto
 
 void vmm_mdl_stream_gone(const vmm_stream_t *s)
 {
-    if (atomic_load_explicit(&vmm_mdl_ncapture, memory_order_relaxed) == 0) {
+    if (atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) == 0) {
         return;
     }
     pthread_mutex_lock(&vmm_mdl_mu);
@@ -197,14 +197,14 @@ void vmm_mdl_atfork_child(void)
         vmm_mdl_caps[i].s = NULL;
         vmm_mdl_caps[i].m = NULL;
     }
-    atomic_store_explicit(&vmm_mdl_ncapture, 0, memory_order_relaxed);
+    atomic_store_explicit(&zccl_capture_count, 0, memory_order_relaxed);
 }
 
 /* ---- libhccl interface (vmm_ext.h) ------------------------------------------------- */
 
-ZC_EXPORT int zccl_stream_capturing(aclrtStream stream)
+ZC_EXPORT int zccl_stream_capturing_lookup(aclrtStream stream)
 {
-    if (atomic_load_explicit(&vmm_mdl_ncapture, memory_order_relaxed) == 0) {
+    if (atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) == 0) {
         return 0;
     }
     vmm_stream_t *s;
@@ -283,7 +283,7 @@ ZC_EXPORT aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode 
         vmm_mdl_caps[free_slot].m = m;
         m->next = vmm_mdl_live;
         vmm_mdl_live = m;
-        atomic_fetch_add_explicit(&vmm_mdl_ncapture, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&zccl_capture_count, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&vmm_mdl_mu);
     vmm_stream_put(s);

@@ -282,7 +282,7 @@ int vmm_stream_aborting(const vmm_stream_t *s)
 aclError vmm_stream_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *))
 {
     aclError captured;
-    if (atomic_load_explicit(&vmm_mdl_ncapture, memory_order_relaxed) != 0 &&
+    if (atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) != 0 &&
         vmm_mdl_capture_push(s, fn, arg, dtor, &captured)) {
         return captured; /* kept for aclmdlRI replays, not run (vmm_mdl.c) */
     }

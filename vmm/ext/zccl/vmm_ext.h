@@ -56,14 +56,33 @@ __attribute__((visibility("default"))) int zccl_device_numa(int dev);
 
 /* ---- graph capture (aclmdlRI, vmm_mdl.c) -------------------------------- */
 
+/** zccl_stream_capturing as a call (it checks zccl_capture_count first). */
+__attribute__((visibility("default"))) int zccl_stream_capturing_lookup(aclrtStream stream);
+
+#ifndef __cplusplus
+#include <stdatomic.h>
+
+/** Streams of this process capturing now (read by zccl_stream_capturing). */
+extern __attribute__((visibility("default"))) atomic_int zccl_capture_count;
+
 /**
  * Whether work issued on stream (NULL = current device's default stream)
- * is being captured into a model instead of run. One relaxed load when no
- * stream of the process captures. Work for a capturing stream must never run
- * on the caller's thread: it goes to zccl_stream_enqueue (captured there) or
- * to zccl_stream_capture_add.
+ * is being captured into a model instead of run: one relaxed load (no call)
+ * when no stream of the process captures. Work for a capturing stream must
+ * never run on the caller's thread: it goes to zccl_stream_enqueue (captured
+ * there) or to zccl_stream_capture_add.
  */
-__attribute__((visibility("default"))) int zccl_stream_capturing(aclrtStream stream);
+static inline int zccl_stream_capturing(aclrtStream stream)
+{
+    return atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) != 0 &&
+           zccl_stream_capturing_lookup(stream);
+}
+#else
+static inline int zccl_stream_capturing(aclrtStream stream)
+{
+    return zccl_stream_capturing_lookup(stream);
+}
+#endif
 
 /** Re-issue one captured node on target; returns ACL_SUCCESS or an aclError. */
 typedef aclError (*zccl_replay_fn)(void *arg, aclrtStream target);
