@@ -32,6 +32,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +55,8 @@ typedef struct vmm_mdl {
     vmm_mdl_node_t *nodes;
     size_t n, cap;
     atomic_int running; /* replays queued, not yet finished */
+    aclrtStream own;    /* stream of aclmdlRIExecute, created on first use */
+    char name[128];     /* aclmdlRISetName */
 } vmm_mdl_t;
 
 static pthread_mutex_t vmm_mdl_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -105,6 +108,9 @@ static void vmm_mdl_unlink(vmm_mdl_t *m)
 
 static void vmm_mdl_free(vmm_mdl_t *m)
 {
+    if (m->own != NULL) {
+        (void)aclrtDestroyStream(m->own);
+    }
     for (size_t i = 0; i < m->n; i++) {
         if (m->nodes[i].dtor != NULL) {
             m->nodes[i].dtor(m->nodes[i].arg);
@@ -460,4 +466,81 @@ ZC_EXPORT aclError aclmdlRIDestroy(aclmdlRI modelRI)
     }
     vmm_mdl_free(m);
     return ACL_SUCCESS;
+}
+
+ZC_EXPORT aclError aclmdlRIExecute(aclmdlRI modelRI, int32_t timeout)
+{
+    vmm_mdl_t *m = modelRI;
+    if (timeout < -1) {
+        ZC_WARN(ZC_SUB_STREAM, "aclmdlRIExecute: timeout %d < -1", (int)timeout);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    pthread_mutex_lock(&vmm_mdl_mu);
+    int live = m != NULL && vmm_mdl_is_live(m);
+    aclrtStream own = live ? m->own : NULL;
+    pthread_mutex_unlock(&vmm_mdl_mu);
+    if (!live) {
+        ZC_WARN(ZC_SUB_STREAM, "aclmdlRIExecute: model %p is not a live model", modelRI);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (own == NULL) {
+        /* The model's own stream, on the caller's current device. */
+        aclError rc = aclrtCreateStream(&own);
+        if (rc != ACL_SUCCESS) {
+            return rc;
+        }
+        pthread_mutex_lock(&vmm_mdl_mu);
+        if (m->own == NULL) {
+            m->own = own;
+            own = NULL;
+        }
+        pthread_mutex_unlock(&vmm_mdl_mu);
+        if (own != NULL) {
+            (void)aclrtDestroyStream(own); /* another thread made it first */
+        }
+        own = m->own;
+    }
+    aclError rc = aclmdlRIExecuteAsync(m, own);
+    if (rc == ACL_SUCCESS) {
+        rc = aclrtSynchronizeStreamWithTimeout(own, timeout);
+    }
+    return rc;
+}
+
+ZC_EXPORT aclError aclmdlRISetName(aclmdlRI modelRI, const char *name)
+{
+    vmm_mdl_t *m = modelRI;
+    aclError rc = ACL_SUCCESS;
+    pthread_mutex_lock(&vmm_mdl_mu);
+    if (m == NULL || name == NULL || !vmm_mdl_is_live(m)) {
+        rc = ACL_ERROR_INVALID_PARAM;
+    } else {
+        snprintf(m->name, sizeof(m->name), "%s", name);
+    }
+    pthread_mutex_unlock(&vmm_mdl_mu);
+    if (rc != ACL_SUCCESS) {
+        ZC_WARN(ZC_SUB_STREAM, "aclmdlRISetName: model %p / name %s", modelRI,
+                name == NULL ? "NULL" : "given, but the model is not live");
+    }
+    return rc;
+}
+
+ZC_EXPORT aclError aclmdlRIGetName(aclmdlRI modelRI, uint32_t maxLen, char *name)
+{
+    vmm_mdl_t *m = modelRI;
+    aclError rc = ACL_SUCCESS;
+    pthread_mutex_lock(&vmm_mdl_mu);
+    if (m == NULL || name == NULL || !vmm_mdl_is_live(m) || maxLen <= strlen(m->name)) {
+        rc = ACL_ERROR_INVALID_PARAM;
+    } else {
+        memcpy(name, m->name, strlen(m->name) + 1);
+    }
+    pthread_mutex_unlock(&vmm_mdl_mu);
+    if (rc != ACL_SUCCESS) {
+        ZC_WARN(ZC_SUB_STREAM,
+                "aclmdlRIGetName: model %p, buffer %p of %u bytes (not a live "
+                "model, or too small for the name)",
+                modelRI, (void *)name, maxLen);
+    }
+    return rc;
 }

@@ -103,7 +103,12 @@ static int rank_capture(int rank, int nranks, const HcclRootInfo *root, void *ar
             stage[rank][i] = (float)((rank + 1) * (k + 1) + i % 7);
             bcast[rank][i] = rank == 1 ? (float)(k * 1000 + i) : -5.0f;
         }
-        ZT_EXPECT(&env, aclmdlRIExecuteAsync(model, env.stream) == ACL_SUCCESS, "replay %d", k);
+        if (k == 3) {
+            /* the synchronous form runs on the model's own stream */
+            ZT_EXPECT(&env, aclmdlRIExecute(model, -1) == ACL_SUCCESS, "replay %d (sync)", k);
+        } else {
+            ZT_EXPECT(&env, aclmdlRIExecuteAsync(model, env.stream) == ACL_SUCCESS, "replay %d", k);
+        }
         if (k == 2) {
             /* an op issued one by one between replays */
             ZT_EXPECT_RC(&env, HcclBarrier(env.comm, env.stream), HCCL_SUCCESS, "barrier");
@@ -189,6 +194,17 @@ static void test_capture_errors(void **state)
     assert_int_equal(aclmdlRIDestroy(m), ACL_ERROR_RT_MODEL_CAPTURED);
     assert_int_equal(aclmdlRIExecuteAsync(m, other), ACL_ERROR_RT_MODEL_CAPTURED);
     assert_int_equal(aclmdlRICaptureEnd(s, &m), ACL_SUCCESS);
+    char name[8] = "x";
+    assert_int_equal(aclmdlRIGetName(m, sizeof(name), name), ACL_SUCCESS);
+    assert_string_equal(name, "");
+    assert_int_equal(aclmdlRISetName(m, "model-1"), ACL_SUCCESS);
+    assert_int_equal(aclmdlRIGetName(m, sizeof(name), name), ACL_SUCCESS);
+    assert_string_equal(name, "model-1");
+    assert_int_equal(aclmdlRIGetName(m, 7, name), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclmdlRISetName(m, NULL), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclmdlRIExecute(m, -2), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclmdlRIExecute(m, -1), ACL_SUCCESS); /* an empty model */
+    assert_int_equal(aclmdlRIExecute(NULL, -1), ACL_ERROR_INVALID_PARAM);
 
     /* running a model on a capturing stream; destroy while a replay is queued */
     assert_int_equal(aclmdlRICaptureBegin(other, ACL_MODEL_RI_CAPTURE_MODE_RELAXED), ACL_SUCCESS);

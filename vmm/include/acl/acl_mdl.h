@@ -84,6 +84,24 @@ ACL_FUNC_VISIBILITY aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *mo
 ACL_FUNC_VISIBILITY aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream);
 
 /**
+ * @brief Run @p modelRI on a stream of its own (made on the caller's current
+ *        device at first use) and wait for it.
+ * @param timeout ms to wait, -1 = no limit.
+ * @retval ACL_SUCCESS, ACL_ERROR_INVALID_PARAM (bad model or timeout < -1),
+ *         ACL_ERROR_RT_STREAM_SYNC_TIMEOUT (the replay goes on), the error of
+ *         a node, or what aclmdlRIExecuteAsync returns.
+ */
+ACL_FUNC_VISIBILITY aclError aclmdlRIExecute(aclmdlRI modelRI, int32_t timeout);
+
+/** @brief Name a model (the last name set counts).
+ *  @retval ACL_SUCCESS, ACL_ERROR_INVALID_PARAM (NULL name or not a model). */
+ACL_FUNC_VISIBILITY aclError aclmdlRISetName(aclmdlRI modelRI, const char *name);
+
+/** @brief Copy a model's name ("" if none set) into name[maxLen].
+ *  @retval ACL_SUCCESS, ACL_ERROR_INVALID_PARAM (not a model, NULL or too short). */
+ACL_FUNC_VISIBILITY aclError aclmdlRIGetName(aclmdlRI modelRI, uint32_t maxLen, char *name);
+
+/**
  * @brief Destroy a model (its captured work and copies of its arguments).
  * @retval ACL_SUCCESS
  * @retval ACL_ERROR_INVALID_PARAM modelRI is NULL or not a model.
