@@ -214,7 +214,8 @@ ZC_EXPORT aclError aclprofStart(const aclprofConfig *profilerConfig)
     }
     uint64_t types = rc == ACL_SUCCESS ? profilerConfig->types : 0;
     unsigned what = ((types & (ACL_PROF_HCCL_TRACE | PROF_TASK_TIME_ANY)) ? ZCCL_PROF_HCCL : 0u) |
-                    ((types & (ACL_PROF_RUNTIME_API | PROF_TASK_TIME_ANY)) ? ZCCL_PROF_COPY : 0u);
+                    ((types & (ACL_PROF_RUNTIME_API | PROF_TASK_TIME_ANY)) ? ZCCL_PROF_COPY : 0u) |
+                    ((types & ACL_PROF_MSPROFTX) ? ZCCL_PROF_TX : 0u);
     uint32_t *devs = NULL;
     if (rc == ACL_SUCCESS) {
         devs = malloc(profilerConfig->ndevs * sizeof(*devs));
@@ -232,7 +233,7 @@ ZC_EXPORT aclError aclprofStart(const aclprofConfig *profilerConfig)
         if (what == 0) {
             ZC_INFO(ZC_SUB_INIT,
                     "aclprofStart: switches 0x%llx select nothing zccl records "
-                    "(HCCL_TRACE, TASK_TIME or RUNTIME_API do)",
+                    "(HCCL_TRACE, TASK_TIME, RUNTIME_API or MSPROFTX do)",
                     (unsigned long long)types);
         }
     }

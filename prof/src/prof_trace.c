@@ -51,6 +51,8 @@ static const char *prof_path_name(int p)
         return "buffered";
     case ZCCL_PROF_PATH_COPY:
         return "copy";
+    case ZCCL_PROF_PATH_TX:
+        return "msproftx";
     default:
         return "none";
     }
@@ -122,8 +124,27 @@ static double prof_us(uint64_t ns)
     return (double)ns / 1000.0;
 }
 
+/* A mark ("ph":"i") or range of the program, named by its message. */
+static void prof_tx_event(FILE *f, const zccl_prof_rec_t *r, int pid, int tid)
+{
+    int mark = r->t_end == r->t_start;
+    fprintf(f, ",\n{\"ph\":\"%s\",\"cat\":\"msproftx\",\"name\":", mark ? "i" : "X");
+    prof_json_str(f, r->comm);
+    fprintf(f, ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,", pid, tid, prof_us(r->t_start));
+    if (mark) {
+        fprintf(f, "\"s\":\"t\",");
+    } else {
+        fprintf(f, "\"dur\":%.3f,", prof_us(r->t_end - r->t_start));
+    }
+    fprintf(f, "\"args\":{\"kind\":\"%s\",\"device\":%d}}", r->op, (int)r->device);
+}
+
 static void prof_event(FILE *f, const zccl_prof_rec_t *r, int pid, int tid)
 {
+    if (r->path == ZCCL_PROF_PATH_TX) {
+        prof_tx_event(f, r, pid, tid);
+        return;
+    }
     fprintf(f, ",\n{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", r->rank >= 0 ? "hccl" : "copy");
     prof_json_str(f, r->op);
     fprintf(f,
@@ -190,11 +211,18 @@ static aclError prof_write_rank(const char *dir, unsigned run, int rank,
         }
         if (tid == nstreams && nstreams < PROF_MAX_STREAMS) {
             streams[nstreams++] = recs[i].stream;
-            fprintf(f,
-                    ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
-                    "\"args\":{\"name\":\"stream 0x%llx%s (device %d)\"}}",
-                    pid, tid + 1, (unsigned long long)recs[i].stream,
-                    recs[i].stream == 0 ? " default" : "", (int)recs[i].device);
+            if (recs[i].path == ZCCL_PROF_PATH_TX) {
+                fprintf(f,
+                        ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
+                        "\"args\":{\"name\":\"msproftx marks and ranges\"}}",
+                        pid, tid + 1);
+            } else {
+                fprintf(f,
+                        ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
+                        "\"args\":{\"name\":\"stream 0x%llx%s (device %d)\"}}",
+                        pid, tid + 1, (unsigned long long)recs[i].stream,
+                        recs[i].stream == 0 ? " default" : "", (int)recs[i].device);
+            }
         }
         prof_event(f, &recs[i], pid, ZC_MIN(tid, PROF_MAX_STREAMS - 1) + 1);
     }

@@ -64,6 +64,15 @@ static int rank_ops(int rank, int nranks, const HcclRootInfo *root, void *arg)
     for (size_t i = 0; i < PLAIN_COUNT; i++) {
         ps[i] = (float)(rank + 1);
     }
+    /* msproftx: a range around the ops and a mark in it */
+    void *stamp = aclprofCreateStamp();
+    char msg[32];
+    snprintf(msg, sizeof(msg), "ops of rank %d", rank);
+    ZT_EXPECT(&env, stamp != NULL, "stamp");
+    ZT_EXPECT(&env, aclprofSetStampTraceMessage(stamp, msg, (uint32_t)strlen(msg)) == ACL_SUCCESS,
+              "message");
+    ZT_EXPECT(&env, aclprofPush(stamp) == ACL_SUCCESS && aclprofMark(stamp) == ACL_SUCCESS,
+              "push, mark");
     ZT_EXPECT_RC(
         &env, HcclAllReduce(zs, zr, 8, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, env.comm, env.stream),
         HCCL_SUCCESS, "inline AllReduce");
@@ -87,6 +96,9 @@ static int rank_ops(int rank, int nranks, const HcclRootInfo *root, void *arg)
                      HCCL_SUCCESS, "recv");
     }
     ZT_EXPECT(&env, aclrtSynchronizeStream(env.stream) == ACL_SUCCESS, "sync");
+    ZT_EXPECT(&env, aclprofPop() == ACL_SUCCESS && aclprofPop() == ACL_ERROR_INVALID_PARAM, "pop");
+    aclprofDestroyStamp(stamp);
+    ZT_EXPECT(&env, aclprofMark(stamp) == ACL_ERROR_INVALID_PARAM, "mark of a freed stamp");
     ZT_EXPECT(&env, zr[5] == 3.0f && pr[PLAIN_COUNT - 1] == 3.0f, "results %f %f", zr[5],
               pr[PLAIN_COUNT - 1]);
     rank_stats_t *st = &g_stats[rank];
@@ -158,12 +170,23 @@ static void check_rank_trace(int rank)
         {"?", "zero-copy", "int32", P2P_COUNT, P2P_COUNT * 4},
     };
     size_t k = 0;
+    int tx = 0;
     double last_ts = 0;
     int64_t tid = -1;
     for (size_t i = 0; i < json_object_array_length(events); i++) {
         json_object *ev = json_object_array_get_idx(events, i);
         json_object *ph = NULL;
         assert_true(json_object_object_get_ex(ev, "ph", &ph));
+        json_object *cat = NULL;
+        if (json_object_object_get_ex(ev, "cat", &cat) &&
+            strcmp(json_object_get_string(cat), "msproftx") == 0) {
+            char want_msg[32];
+            snprintf(want_msg, sizeof(want_msg), "ops of rank %d", rank);
+            assert_string_equal(json_object_get_string(json_object_object_get(ev, "name")),
+                                want_msg);
+            tx += strcmp(json_object_get_string(ph), "X") == 0 ? 1 : 100; /* range, mark */
+            continue;
+        }
         if (strcmp(json_object_get_string(ph), "X") != 0) {
             continue;
         }
@@ -193,6 +216,7 @@ static void check_rank_trace(int rank)
         k++;
     }
     assert_int_equal(k, sizeof(want) / sizeof(want[0]));
+    assert_int_equal(tx, 101); /* one range and one mark */
     json_object_put(root);
 }
 
@@ -234,7 +258,8 @@ static void test_trace(void **state)
     uint32_t devs[NRANKS] = {0, 1};
     uint32_t bad_dev[1] = {100000};
     uint32_t dup_dev[2] = {1, 1};
-    uint64_t sw = ACL_PROF_HCCL_TRACE | ACL_PROF_TASK_TIME | ACL_PROF_RUNTIME_API;
+    uint64_t sw =
+        ACL_PROF_HCCL_TRACE | ACL_PROF_TASK_TIME | ACL_PROF_RUNTIME_API | ACL_PROF_MSPROFTX;
     assert_null(aclprofCreateConfig(bad_dev, 1, ACL_AICORE_NONE, NULL, sw));
     assert_null(aclprofCreateConfig(dup_dev, 2, ACL_AICORE_NONE, NULL, sw));
     assert_null(aclprofCreateConfig(devs, 0, ACL_AICORE_NONE, NULL, sw));
@@ -258,6 +283,22 @@ static void test_trace(void **state)
     assert_null(load_trace(0, 1));
     assert_int_equal(aclprofDestroyConfig(cfg), ACL_SUCCESS);
     assert_int_equal(aclprofDestroyConfig(cfg), ACL_ERROR_INVALID_PARAM);
+    /* msproftx bad input; marks while nothing records are accepted */
+    uint32_t id = 0;
+    void *st = aclprofCreateStamp();
+    assert_non_null(st);
+    assert_int_equal(aclprofSetStampTraceMessage(st, NULL, 3), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclprofSetStampTraceMessage(st, "m", 0), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclprofSetStampTraceMessage(&id, "m", 1), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclprofRangeStart(st, NULL), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclprofRangeStart(&id, &id), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclprofRangeStart(st, &id), ACL_SUCCESS);
+    assert_int_equal(aclprofRangeStop(id), ACL_SUCCESS);
+    assert_int_equal(aclprofRangeStop(id), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclprofRangeStop(0), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclprofMark(st), ACL_SUCCESS);
+    assert_int_equal(aclprofPush(NULL), ACL_ERROR_INVALID_PARAM);
+    aclprofDestroyStamp(st);
     assert_int_equal(aclprofFinalize(), ACL_SUCCESS);
     assert_int_equal(aclprofFinalize(), ACL_ERROR_PROF_NOT_RUN);
     remove_tree(g_dir);

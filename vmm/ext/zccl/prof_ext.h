@@ -32,13 +32,15 @@ extern "C" {
 
 #define ZCCL_PROF_HCCL 0x1u /* collectives and point-to-point ops */
 #define ZCCL_PROF_COPY 0x2u /* stream copies and fills */
+#define ZCCL_PROF_TX 0x4u   /* the program's own marks and ranges (msproftx) */
 
 typedef enum {
     ZCCL_PROF_PATH_NONE = 0, /* no data moved (Barrier, a failed op) */
     ZCCL_PROF_PATH_ZERO_COPY,
     ZCCL_PROF_PATH_INLINE,
     ZCCL_PROF_PATH_BUFFERED,
-    ZCCL_PROF_PATH_COPY /* a stream copy */
+    ZCCL_PROF_PATH_COPY, /* a stream copy */
+    ZCCL_PROF_PATH_TX    /* a mark (t_end == t_start) or range of the program; comm = message */
 } zccl_prof_path_t;
 
 #define ZCCL_PROF_NAME_MAX 128

@@ -13,7 +13,9 @@
  * to aclprofInit: zccl-rank<R>-pid<P>-<N>.trace.json (N counts the stops of
  * the process; R is "copies" for copies not attributable to one rank).
  * Ranks are trace processes and streams their threads; the files open in the
- * Perfetto UI. Other switches are accepted and produce nothing.
+ * Perfetto UI. ACL_PROF_MSPROFTX records the program's marks and ranges (the
+ * msproftx calls at the end of this header). Other switches are accepted and
+ * produce nothing.
  */
 #ifndef ZCCL_ACL_ACL_PROF_H
 #define ZCCL_ACL_ACL_PROF_H
@@ -119,6 +121,43 @@ MSVP_PROF_API aclprofConfig *aclprofCreateConfig(uint32_t *deviceIdList, uint32_
  * @retval ACL_SUCCESS, or ACL_ERROR_INVALID_PARAM (NULL or not a config).
  */
 MSVP_PROF_API aclError aclprofDestroyConfig(const aclprofConfig *profilerConfig);
+
+/* ---- msproftx: the program's own marks and ranges (ACL_PROF_MSPROFTX) ----
+ * A stamp carries a message. Marks, push/pop and start/stop ranges are
+ * recorded on the calling thread's current device while a collection with
+ * ACL_PROF_MSPROFTX runs, and appear in the trace as instant events and
+ * ranges named by the message; at other times they are accepted and record
+ * nothing (so they can stay in a program). */
+
+/** @brief A new stamp (message ""); NULL when out of memory. */
+MSVP_PROF_API void *aclprofCreateStamp(void);
+
+/** @brief Free a stamp (NULL or a stamp not made here is ignored, with a log). */
+MSVP_PROF_API void aclprofDestroyStamp(void *stamp);
+
+/** @brief Set a stamp's message (msgLen bytes, at most 127 kept).
+ *  @retval ACL_SUCCESS, ACL_ERROR_INVALID_PARAM (bad stamp, NULL msg or msgLen 0). */
+MSVP_PROF_API aclError aclprofSetStampTraceMessage(void *stamp, const char *msg, uint32_t msgLen);
+
+/** @brief Record an instant event named by the stamp's message.
+ *  @retval ACL_SUCCESS, ACL_ERROR_INVALID_PARAM (bad stamp). */
+MSVP_PROF_API aclError aclprofMark(void *stamp);
+
+/** @brief Open a range on the calling thread (closed by aclprofPop; 32 deep).
+ *  @retval ACL_SUCCESS, ACL_ERROR_INVALID_PARAM (bad stamp or too deep). */
+MSVP_PROF_API aclError aclprofPush(void *stamp);
+
+/** @brief Close the calling thread's innermost aclprofPush range.
+ *  @retval ACL_SUCCESS, ACL_ERROR_INVALID_PARAM (no range open). */
+MSVP_PROF_API aclError aclprofPop(void);
+
+/** @brief Open a range any thread may close; *rangeId names it.
+ *  @retval ACL_SUCCESS, ACL_ERROR_INVALID_PARAM (bad stamp, NULL rangeId, 1024 open). */
+MSVP_PROF_API aclError aclprofRangeStart(void *stamp, uint32_t *rangeId);
+
+/** @brief Close a range opened by aclprofRangeStart.
+ *  @retval ACL_SUCCESS, ACL_ERROR_INVALID_PARAM (no such open range). */
+MSVP_PROF_API aclError aclprofRangeStop(uint32_t rangeId);
 
 #ifdef __cplusplus
 }
