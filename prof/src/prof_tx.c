@@ -59,7 +59,7 @@ static int prof_stamp_msg(const void *stamp, char *msg, const char *fn)
     return ok ? 0 : -1;
 }
 
-static void prof_tx_record(const char *kind, const char *msg, uint64_t t0, uint64_t t1)
+static void prof_tx_record_dev(const char *kind, const char *msg, uint64_t t0, uint64_t t1, int dev)
 {
     zccl_prof_rec_t r;
     memset(&r, 0, sizeof(r));
@@ -68,13 +68,18 @@ static void prof_tx_record(const char *kind, const char *msg, uint64_t t0, uint6
     r.t_end = t1;
     r.stream = UINT64_MAX; /* a track of its own in the trace */
     r.rank = -1;
-    r.device = zccl_current_device();
+    r.device = dev;
     r.dtype = -1;
     r.peer = -1;
     r.path = ZCCL_PROF_PATH_TX;
     snprintf(r.op, sizeof(r.op), "%s", kind);
     snprintf(r.comm, sizeof(r.comm), "%s", msg);
     zccl_prof_record(&r, ZCCL_PROF_TX);
+}
+
+static void prof_tx_record(const char *kind, const char *msg, uint64_t t0, uint64_t t1)
+{
+    prof_tx_record_dev(kind, msg, t0, t1, zccl_current_device());
 }
 
 ZC_EXPORT void *aclprofCreateStamp(void)
@@ -146,6 +151,25 @@ ZC_EXPORT aclError aclprofMark(void *stamp)
     if (zccl_prof_on(ZCCL_PROF_TX)) {
         uint64_t t = zc_time_ns();
         prof_tx_record("mark", msg, t, t);
+    }
+    return ACL_SUCCESS;
+}
+
+ZC_EXPORT aclError aclprofMarkEx(const char *msg, size_t msgLen, aclrtStream stream)
+{
+    int dev = zccl_stream_device(stream);
+    if (msg == NULL || msgLen == 0 || dev < 0) {
+        ZC_WARN(ZC_SUB_INIT, "aclprofMarkEx: msg %s, msgLen %zu, stream %p (device %d)",
+                msg == NULL ? "NULL" : "given", msgLen, stream, dev);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (zccl_prof_on(ZCCL_PROF_TX)) {
+        char text[ZCCL_PROF_NAME_MAX];
+        size_t n = strnlen(msg, ZC_MIN(msgLen, sizeof(text) - 1));
+        memcpy(text, msg, n);
+        text[n] = '\0';
+        uint64_t t = zc_time_ns();
+        prof_tx_record_dev("mark", text, t, t, dev);
     }
     return ACL_SUCCESS;
 }

@@ -73,6 +73,7 @@ static int rank_ops(int rank, int nranks, const HcclRootInfo *root, void *arg)
               "message");
     ZT_EXPECT(&env, aclprofPush(stamp) == ACL_SUCCESS && aclprofMark(stamp) == ACL_SUCCESS,
               "push, mark");
+    ZT_EXPECT(&env, aclprofMarkEx(msg, strlen(msg), env.stream) == ACL_SUCCESS, "mark ex");
     ZT_EXPECT_RC(
         &env, HcclAllReduce(zs, zr, 8, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, env.comm, env.stream),
         HCCL_SUCCESS, "inline AllReduce");
@@ -216,7 +217,7 @@ static void check_rank_trace(int rank)
         k++;
     }
     assert_int_equal(k, sizeof(want) / sizeof(want[0]));
-    assert_int_equal(tx, 101); /* one range and one mark */
+    assert_int_equal(tx, 201); /* one range and two marks */
     json_object_put(root);
 }
 
@@ -298,6 +299,9 @@ static void test_trace(void **state)
     assert_int_equal(aclprofRangeStop(0), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(aclprofMark(st), ACL_SUCCESS);
     assert_int_equal(aclprofPush(NULL), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclprofMarkEx(NULL, 3, NULL), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclprofMarkEx("m", 0, NULL), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclprofMarkEx("m", 1, (aclrtStream)&id), ACL_ERROR_INVALID_PARAM);
     aclprofDestroyStamp(st);
     assert_int_equal(aclprofFinalize(), ACL_SUCCESS);
     assert_int_equal(aclprofFinalize(), ACL_ERROR_PROF_NOT_RUN);

@@ -143,6 +143,10 @@ MSVP_PROF_API aclError aclprofSetStampTraceMessage(void *stamp, const char *msg,
  *  @retval ACL_SUCCESS, ACL_ERROR_INVALID_PARAM (bad stamp). */
 MSVP_PROF_API aclError aclprofMark(void *stamp);
 
+/** @brief Record an instant event named msg[0, msgLen) on the device of @p stream.
+ *  @retval ACL_SUCCESS, ACL_ERROR_INVALID_PARAM (NULL msg, msgLen 0, bad stream). */
+MSVP_PROF_API aclError aclprofMarkEx(const char *msg, size_t msgLen, aclrtStream stream);
+
 /** @brief Open a range on the calling thread (closed by aclprofPop; 32 deep).
  *  @retval ACL_SUCCESS, ACL_ERROR_INVALID_PARAM (bad stamp or too deep). */
 MSVP_PROF_API aclError aclprofPush(void *stamp);
