@@ -34,7 +34,7 @@ typedef enum { ZC_CFG_UINT, ZC_CFG_BOOL, ZC_CFG_STR } zc_cfg_type_t;
       "Accepted for compatibility; the root listener checks the unique id")                    \
     X(ZCCL_DEVICES, ZC_CFG_UINT, devices, "0", 0, 4096,                                        \
       "Number of logical devices (0 = max(8, cores reported by hwloc): CANN's 8-device "       \
-      "samples run on any host; device d is placed on NUMA node d mod #nodes)")                        \
+      "samples run on any host; device d is placed on NUMA node d mod #nodes)")                \
     X(ZCCL_LOG_LEVEL, ZC_CFG_STR, log_level, "warn", 0, 0,                                     \
       "Log level: error, warn, info or debug")                                                 \
     X(ZCCL_LOG_SUBSYS, ZC_CFG_STR, log_subsys, "ALL", 0, 0,                                    \
