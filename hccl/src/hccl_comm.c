@@ -123,11 +123,20 @@ static int zh_comm_apply_config(zh_comm_t *c, const HcclCommConfig *cfg)
         }
         c->exec_timeout_ns = (uint64_t)cfg->hcclExecTimeOut * 1000000000ull;
     }
+    if (ZH_CFG_HAS(cfg, hcclSymWinMaxMemSizePerRank) && cfg->version >= 10) {
+        if (cfg->hcclSymWinMaxMemSizePerRank == 0 || cfg->hcclSymWinMaxMemSizePerRank > (1u << 20)) {
+            ZC_WARN(ZC_SUB_INIT, "rank %d: hcclSymWinMaxMemSizePerRank %llu GB is invalid", c->rank,
+                    (unsigned long long)cfg->hcclSymWinMaxMemSizePerRank);
+            return ZC_ERR_INVAL;
+        }
+        c->symwin_max = cfg->hcclSymWinMaxMemSizePerRank << 30;
+    }
     return ZC_OK;
 }
 
 static void zh_comm_free(zh_comm_t *c)
 {
+    zh_symwin_release(c);
     zh_mem_release_all(c);
     zh_ccl_release(c);
     zh_p2p_release(c);
@@ -160,6 +169,7 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     c->spin_iters = (uint32_t)env->spin_iters;
     c->tune.oneshot_max = (size_t)env->oneshot_max;
     c->tune.nt_min = (size_t)env->nt_min;
+    c->symwin_max = HCCL_DEFAULT_SYMMETRIC_MEMORY_STRIDE << 30;
     pthread_mutex_init(&c->lock, NULL);
     zc_log_set_rank((int)rank);
     int st = ZC_OK;
@@ -195,6 +205,7 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
         snprintf(c->name, sizeof(c->name), "zccl_%02x%02x%02x%02x%02x%02x%02x%02x", u[0], u[1],
                  u[2], u[3], u[4], u[5], u[6], u[7]);
     }
+    ZC_CHECK_GOTO(zh_mem_attach(c), st, fail);
     ZC_CHECK_GOTO(zh_registry_add(c), st, fail);
     ZC_INFO(ZC_SUB_INIT, "rank %d/%d: communicator %s ready (device %d, buffer %llu MB)",
             c->rank, c->nranks, c->name, c->device, (unsigned long long)(c->buffsize >> 20));

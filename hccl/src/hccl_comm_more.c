@@ -1,7 +1,7 @@
 /*
- * The other ways to make a communicator (HcclCommInitAll, sub-communicators)
- * and the calls a host cannot support (rank-table init, suspend/resume,
- * symmetric windows), which fail with HCCL_E_NOT_SUPPORT and say why.
+ * The other ways to make a communicator (HcclCommInitAll, sub-communicators;
+ * rank tables are in hccl_ranktable.c) and the calls a host cannot support
+ * (suspend/resume), which fail with HCCL_E_NOT_SUPPORT and say why.
  *
  * HcclCommInitAll: one process, ndev ranks: a root info is made here and one
  * thread per device runs the normal init (threads-as-ranks, addresses used
@@ -165,27 +165,6 @@ static HcclResult zh_not_supported(const char *fn, const char *why)
     return HCCL_E_NOT_SUPPORT;
 }
 
-ZC_EXPORT HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank,
-                                             HcclComm *comm)
-{
-    (void)clusterInfo;
-    (void)rank;
-    (void)comm;
-    return zh_not_supported(__func__, "rank-table files describe NPU servers; on a host use "
-                            "HcclGetRootInfo + HcclCommInitRootInfo");
-}
-
-ZC_EXPORT HcclResult HcclCommInitClusterInfoConfig(const char *clusterInfo, uint32_t rank,
-                                                   HcclCommConfig *config, HcclComm *comm)
-{
-    (void)clusterInfo;
-    (void)rank;
-    (void)config;
-    (void)comm;
-    return zh_not_supported(__func__, "rank-table files describe NPU servers; on a host use "
-                            "HcclGetRootInfo + HcclCommInitRootInfoConfig");
-}
-
 ZC_EXPORT HcclResult HcclCommSuspend(HcclComm comm)
 {
     (void)comm;
@@ -198,33 +177,4 @@ ZC_EXPORT HcclResult HcclCommResume(HcclComm comm)
     (void)comm;
     return zh_not_supported(__func__, "suspend/resume serves NPU link recovery, which a host "
                             "communicator does not have");
-}
-
-ZC_EXPORT HcclResult HcclCommSymWinRegister(HcclComm comm, void *addr, uint64_t size,
-                                            HcclCommSymWindow *winHandle, uint32_t flag)
-{
-    (void)comm;
-    (void)addr;
-    (void)size;
-    (void)winHandle;
-    (void)flag;
-    return zh_not_supported(__func__, "zccl has no symmetric heap; use "
-                            "HcclCommSetMemoryRange + HcclCommActivateCommMemory");
-}
-
-ZC_EXPORT HcclResult HcclCommSymWinDeregister(HcclCommSymWindow winHandle)
-{
-    (void)winHandle;
-    return zh_not_supported(__func__, "zccl has no symmetric heap");
-}
-
-ZC_EXPORT HcclResult HcclCommSymWinGet(HcclComm comm, void *ptr, size_t size,
-                                       HcclCommSymWindow *winHandle, size_t *offset)
-{
-    (void)comm;
-    (void)ptr;
-    (void)size;
-    (void)winHandle;
-    (void)offset;
-    return zh_not_supported(__func__, "zccl has no symmetric heap");
 }

@@ -40,7 +40,7 @@
 #define ZH_CTRL_VERSION 1u
 #define ZH_MAX_RANKS 64
 #define ZH_MAX_RANGES 8
-#define ZH_MAX_REGIONS 64
+#define ZH_MAX_REGIONS 256 /* per process: 512 MiB of 2 MiB segments */
 #define ZH_NAME_MAX 128
 
 /* One flag per cache line: value (futex word) and a count of sleepers so the
@@ -175,6 +175,9 @@ typedef struct {
         HcclRootInfo info;
     } sub[4];
     uint32_t sub_next;
+    /* control-plane agreement (symmetric windows): values every rank
+     * publishes between two ctrl barriers */
+    uint64_t agree[4];
 } zh_ctrl_t;
 
 /* One peer as this rank sees it. */
@@ -231,7 +234,9 @@ typedef struct zh_comm {
     pthread_mutex_t lock;
     uint32_t ctrl_count;
     int ranges_linked; /* the first (collective) SetMemoryRange is done */
-    uint64_t region_token[ZH_MAX_REGIONS]; /* broker offer of each active block (0: none) */
+    int mem_attached;  /* sees the process's ranges and blocks (hccl_memrange.c) */
+    uint64_t symwin_max;  /* bytes of symmetric heap per rank (hcclSymWinMaxMemSizePerRank) */
+    uint64_t symwin_used; /* heap bytes handed out to windows so far */
     int ccl_fd;
     void *ccl_local;
     size_t ccl_bytes; /* min over ranks, once created */
@@ -308,6 +313,20 @@ int zh_mem_local_covers(zh_comm_t *c, uint64_t va, uint64_t bytes);
 int zh_mem_translate(zh_comm_t *c, int peer, uint64_t va, uint64_t bytes, void **out);
 void zh_mem_sweep_peers(zh_comm_t *c);
 void zh_mem_release_all(zh_comm_t *c);
+/* Join / leave the process's table of ranges and blocks (comm init / free). */
+int zh_mem_attach(zh_comm_t *c);
+void zh_mem_detach(zh_comm_t *c);
+/* Does a set range hold [va, +size)? */
+int zh_mem_range_covers(const void *va, size_t size);
+/* The active block holding ptr: its start, size and physical handle. */
+int zh_mem_block_find(const void *ptr, void **va, size_t *size, aclrtDrvMemHandle *handle);
+
+/* hccl_symwin.c: symmetric windows */
+void zh_symwin_release(zh_comm_t *c);
+
+/* hccl_ranktable.c: rank-table init */
+HcclResult zh_ranktable_init(const char *path, uint32_t rank, const HcclCommConfig *cfg,
+                             HcclComm *out);
 
 /* hccl_ccl.c: the buffered path's CCL buffers */
 int zh_ccl_ensure(zh_comm_t *c);

@@ -1,33 +1,51 @@
 /*
- * Zero-copy memory: ranges, activated blocks, shadow windows, translation.
- * (Ranges are per communicator here; HCCL documents them as visible to every
- * communicator of the process, a difference only a program that activates
- * on one comm and runs ops on another can see: it gets the buffered path.)
+ * Zero-copy memory: the process's ranges and activated blocks.
  *
- * Who exports: the rank that activates a block offers the block's memfd
- * (from its physical handle) through the broker to the pids of its
- * cross-process peers and publishes {va, size, token, generation} in its
- * control segment's region table. Who maps: each peer reserves a PROT_NONE
- * shadow window the size of every range of every cross-process peer (eagerly
- * in HcclCommSetMemoryRange, which is collective, or on first use) and maps a
- * block at the same offset in the window the first time an op touches it,
- * so a peer address translates as window + (va - range base). Generations
- * make a stale mapping unusable: a peer whose table changed since the last op
- * gets its stale mappings swept (PROT_NONE put back) before anything is
- * translated, and a block is re-mapped when its generation differs.
- * Same-process peers (ranks as threads) use addresses as they are.
+ * Visibility: as CANN documents, a range set through any communicator is
+ * visible to every communicator of the process, and so is a block activated
+ * through any of them. The process keeps one table (ranges, blocks, each with
+ * a generation); every live communicator's control segment holds a copy of
+ * it, rewritten (under that segment's seqlock) whenever it changes and when a
+ * communicator is created. So a framework with several process groups
+ * registers its pool once, and ops on every group see the same blocks.
+ *
+ * Who exports: one broker offer per block, made the first time a
+ * communicator with cross-process peers exists; every such peer's pid (of
+ * every communicator, present or created later) is on its allow list.
+ * Who maps: each peer, per communicator, in its shadow windows of our ranges
+ * (hccl_memwin.c), from the copy of the table in that communicator's segment.
  * Lifetime: Deactivate withdraws the offer (peers drop their mapping at their
- * next op or at destroy); the memory lives until the last mapping is gone.
+ * next op); when the last communicator of the process is destroyed the table
+ * is cleared, as no call could reach it any more.
+ *
+ * Rules checked here: a range lies inside one aclrtReserveMemAddress
+ * reservation, starts on a page and does not wrap; alignment and flags are
+ * reserved (a framework passes flags 1): nonzero values are logged at info
+ * and ignored. A block must be exactly what the runtime maps there: the
+ * handle's mapping starts at the block's address (offset 0) and covers it.
  */
 #include "hccl_internal.h"
 
-#include <errno.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "zc/log.h"
 #include "zccl/vmm_ext.h"
+
+#define ZH_PM_MAX_COMMS 1024
+
+typedef struct {
+    pthread_mutex_t lock;
+    zh_range_t ranges[ZH_MAX_RANGES];
+    zh_region_t regions[ZH_MAX_REGIONS];
+    aclrtDrvMemHandle handle[ZH_MAX_REGIONS];
+    uint16_t sorted[ZH_MAX_REGIONS]; /* active block indices by address */
+    int nsorted;
+    zh_comm_t *comms[ZH_PM_MAX_COMMS]; /* attached communicators */
+    int ncomms;
+} zh_pm_t;
+
+static zh_pm_t zh_pm = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static int zh_overlap(uint64_t a, uint64_t an, uint64_t b, uint64_t bn)
 {
@@ -39,24 +57,165 @@ static int zh_inside(uint64_t a, uint64_t an, uint64_t b, uint64_t bn)
     return a >= b && an <= bn && a - b <= bn - an;
 }
 
+/* Copy the table into every attached communicator's segment. Lock held. */
+static void zh_pm_publish(void)
+{
+    for (int i = 0; i < zh_pm.ncomms; i++) {
+        zh_comm_t *c = zh_pm.comms[i];
+        pthread_mutex_lock(&c->lock);
+        zh_table_begin(c);
+        memcpy(c->ctrl->ranges, zh_pm.ranges, sizeof(zh_pm.ranges));
+        memcpy(c->ctrl->regions, zh_pm.regions, sizeof(zh_pm.regions));
+        zh_table_end(c);
+        pthread_mutex_unlock(&c->lock);
+    }
+}
+
+static void zh_pm_sort(void)
+{
+    int n = 0;
+    for (int k = 0; k < ZH_MAX_REGIONS; k++) {
+        if (zh_pm.regions[k].state != 1) {
+            continue;
+        }
+        int j = n++;
+        while (j > 0 && zh_pm.regions[zh_pm.sorted[j - 1]].va > zh_pm.regions[k].va) {
+            zh_pm.sorted[j] = zh_pm.sorted[j - 1];
+            j--;
+        }
+        zh_pm.sorted[j] = (uint16_t)k;
+    }
+    zh_pm.nsorted = n;
+}
+
+/* Let c's cross-process peers fetch block k (offering it first if needed). */
+static int zh_pm_allow(zh_comm_t *c, int k)
+{
+    int32_t pids[ZH_MAX_RANKS];
+    size_t n = 0;
+    for (int r = 0; r < c->nranks; r++) {
+        if (r != c->rank && !c->peers[r].same_proc) {
+            pids[n++] = c->peers[r].pid;
+        }
+    }
+    if (n == 0) {
+        return ZC_OK;
+    }
+    zh_region_t *g = &zh_pm.regions[k];
+    if (g->token == 0) {
+        int fd = -1;
+        size_t hsize = 0;
+        int st = zccl_phys_fd(zh_pm.handle[k], &fd, &hsize);
+        if (st == ZC_OK) {
+            st = zccl_broker_offer(fd, hsize, 1, &g->token);
+        }
+        if (st != ZC_OK) {
+            ZC_WARN(ZC_SUB_ZCOPY, "rank %d: cannot offer block %p to peers", c->rank,
+                    (void *)(uintptr_t)g->va);
+            return st;
+        }
+    }
+    return zccl_broker_allow(g->token, pids, n);
+}
+
+int zh_mem_attach(zh_comm_t *c)
+{
+    int st = ZC_OK;
+    pthread_mutex_lock(&zh_pm.lock);
+    if (zh_pm.ncomms == ZH_PM_MAX_COMMS) {
+        st = ZC_ERR_OVERLIMIT;
+    }
+    for (int k = 0; k < ZH_MAX_REGIONS && st == ZC_OK; k++) {
+        if (zh_pm.regions[k].state == 1) {
+            st = zh_pm_allow(c, k);
+        }
+    }
+    if (st == ZC_OK) {
+        zh_pm.comms[zh_pm.ncomms++] = c;
+        c->mem_attached = 1;
+        zh_table_begin(c);
+        memcpy(c->ctrl->ranges, zh_pm.ranges, sizeof(zh_pm.ranges));
+        memcpy(c->ctrl->regions, zh_pm.regions, sizeof(zh_pm.regions));
+        zh_table_end(c);
+    }
+    pthread_mutex_unlock(&zh_pm.lock);
+    return st;
+}
+
+void zh_mem_detach(zh_comm_t *c)
+{
+    pthread_mutex_lock(&zh_pm.lock);
+    for (int i = 0; i < zh_pm.ncomms && c->mem_attached; i++) {
+        if (zh_pm.comms[i] == c) {
+            zh_pm.comms[i] = zh_pm.comms[--zh_pm.ncomms];
+            c->mem_attached = 0;
+        }
+    }
+    if (zh_pm.ncomms == 0) {
+        for (int k = 0; k < ZH_MAX_REGIONS; k++) {
+            if (zh_pm.regions[k].token != 0) {
+                (void)zccl_broker_withdraw(zh_pm.regions[k].token);
+            }
+            zh_pm.regions[k].token = 0;
+            zh_pm.regions[k].state = 0;
+        }
+        for (int i = 0; i < ZH_MAX_RANGES; i++) {
+            zh_pm.ranges[i].state = 0;
+        }
+        zh_pm.nsorted = 0;
+    }
+    pthread_mutex_unlock(&zh_pm.lock);
+}
+
+static int zh_mem_range_check(zh_comm_t *c, void *base, size_t size, size_t align, uint64_t flags)
+{
+    uint64_t b = (uint64_t)(uintptr_t)base;
+    long page = sysconf(_SC_PAGESIZE);
+    zccl_vmm_info_t vi;
+    if (size == 0 || size > UINT64_MAX - b) {
+        ZC_WARN(ZC_SUB_ZCOPY,
+                "rank %d: SetMemoryRange(base %p, size %zu): size must be > 0 and "
+                "not wrap the address space",
+                c->rank, base, size);
+        return ZC_ERR_INVAL;
+    }
+    if (b % (uint64_t)page != 0) {
+        ZC_WARN(ZC_SUB_ZCOPY, "rank %d: SetMemoryRange(base %p): base is not page aligned", c->rank,
+                base);
+        return ZC_ERR_INVAL;
+    }
+    if (zccl_vmm_query(base, &vi) != ZC_OK ||
+        !zh_inside(b, size, (uint64_t)vi.resv_base, (uint64_t)vi.resv_size)) {
+        ZC_WARN(ZC_SUB_ZCOPY,
+                "rank %d: SetMemoryRange(base %p, size %zu): not inside one "
+                "reservation made by aclrtReserveMemAddress",
+                c->rank, base, size);
+        return ZC_ERR_INVAL;
+    }
+    if (align != 0 || flags != 0) {
+        ZC_INFO(ZC_SUB_ZCOPY,
+                "rank %d: SetMemoryRange(base %p): reserved alignment %zu / flags "
+                "0x%llx ignored",
+                c->rank, base, align, (unsigned long long)flags);
+    }
+    return ZC_OK;
+}
+
 int zh_mem_set_range(zh_comm_t *c, void *base, size_t size, size_t align, uint64_t flags)
 {
     uint64_t b = (uint64_t)(uintptr_t)base;
-    if (size == 0 || flags != 0 || align != 0) {
-        ZC_WARN(ZC_SUB_ZCOPY, "rank %d: SetMemoryRange(base %p, size %zu, alignment %zu, flags "
-                "0x%llx): size must be > 0, alignment and flags 0 (reserved)", c->rank, base, size,
-                align, (unsigned long long)flags);
-        return ZC_ERR_INVAL;
+    int st = zh_mem_range_check(c, base, size, align, flags);
+    if (st != ZC_OK) {
+        return st;
     }
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&zh_pm.lock);
     int slot = -1;
     for (int i = 0; i < ZH_MAX_RANGES; i++) {
-        zh_range_t *r = &c->ctrl->ranges[i];
+        zh_range_t *r = &zh_pm.ranges[i];
         if (r->state == 1 && zh_overlap(b, size, r->base, r->size)) {
             ZC_WARN(ZC_SUB_ZCOPY, "rank %d: range [%p, +%zu) overlaps range [0x%llx, +%llu)",
-                    c->rank, base, size, (unsigned long long)r->base,
-                    (unsigned long long)r->size);
-            pthread_mutex_unlock(&c->lock);
+                    c->rank, base, size, (unsigned long long)r->base, (unsigned long long)r->size);
+            pthread_mutex_unlock(&zh_pm.lock);
             return ZC_ERR_INVAL;
         }
         if (r->state == 0 && slot < 0) {
@@ -64,18 +223,19 @@ int zh_mem_set_range(zh_comm_t *c, void *base, size_t size, size_t align, uint64
         }
     }
     if (slot < 0) {
-        ZC_WARN(ZC_SUB_ZCOPY, "rank %d: more than %d memory ranges on one communicator",
-                c->rank, ZH_MAX_RANGES);
-        pthread_mutex_unlock(&c->lock);
+        ZC_WARN(ZC_SUB_ZCOPY, "rank %d: more than %d memory ranges in one process", c->rank,
+                ZH_MAX_RANGES);
+        pthread_mutex_unlock(&zh_pm.lock);
         return ZC_ERR_OVERLIMIT;
     }
-    zh_table_begin(c);
-    zh_range_t *r = &c->ctrl->ranges[slot];
+    zh_range_t *r = &zh_pm.ranges[slot];
     r->base = b;
     r->size = size;
     r->gen++;
     r->state = 1;
-    zh_table_end(c);
+    zh_pm_publish();
+    pthread_mutex_unlock(&zh_pm.lock);
+    pthread_mutex_lock(&c->lock);
     int first = !c->ranges_linked;
     c->ranges_linked = 1;
     pthread_mutex_unlock(&c->lock);
@@ -85,7 +245,7 @@ int zh_mem_set_range(zh_comm_t *c, void *base, size_t size, size_t align, uint64
     if (!first) {
         return ZC_OK;
     }
-    int st = zh_ctrl_barrier(c);
+    st = zh_ctrl_barrier(c);
     if (st != ZC_OK) {
         return st;
     }
@@ -98,48 +258,44 @@ int zh_mem_set_range(zh_comm_t *c, void *base, size_t size, size_t align, uint64
 int zh_mem_unset_range(zh_comm_t *c, void *base)
 {
     uint64_t b = (uint64_t)(uintptr_t)base;
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&zh_pm.lock);
     for (int i = 0; i < ZH_MAX_RANGES; i++) {
-        zh_range_t *r = &c->ctrl->ranges[i];
+        zh_range_t *r = &zh_pm.ranges[i];
         if (r->state != 1 || r->base != b) {
             continue;
         }
         for (int k = 0; k < ZH_MAX_REGIONS; k++) {
-            zh_region_t *g = &c->ctrl->regions[k];
+            zh_region_t *g = &zh_pm.regions[k];
             if (g->state == 1 && g->range == (uint32_t)i) {
                 ZC_WARN(ZC_SUB_ZCOPY, "rank %d: UnsetMemoryRange(%p): block %p is still active",
                         c->rank, base, (void *)(uintptr_t)g->va);
-                pthread_mutex_unlock(&c->lock);
+                pthread_mutex_unlock(&zh_pm.lock);
                 return ZC_ERR_INVAL;
             }
         }
-        zh_table_begin(c);
         r->state = 0;
         r->gen++;
-        zh_table_end(c);
-        pthread_mutex_unlock(&c->lock);
+        zh_pm_publish();
+        pthread_mutex_unlock(&zh_pm.lock);
         return ZC_OK;
     }
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&zh_pm.lock);
     ZC_WARN(ZC_SUB_ZCOPY, "rank %d: UnsetMemoryRange(%p): no range starts there", c->rank, base);
     return ZC_ERR_NOT_FOUND;
 }
 
-int zh_mem_activate(zh_comm_t *c, void *va, size_t size, size_t offset, void *handle,
-                    uint64_t flags)
+/* Is handle the allocation the runtime maps at va, from its offset 0, over
+ * at least size bytes? Logs why not. */
+static int zh_mem_handle_check(zh_comm_t *c, void *va, size_t size, void *handle)
 {
-    uint64_t v = (uint64_t)(uintptr_t)va;
-    if (size == 0 || offset != 0 || flags != 0) {
-        ZC_WARN(ZC_SUB_ZCOPY, "rank %d: ActivateCommMemory(%p, size %zu, offset %zu, flags "
-                "0x%llx): size must be > 0, offset and flags 0", c->rank, va, size, offset,
-                (unsigned long long)flags);
-        return ZC_ERR_INVAL;
-    }
-    int fd = -1;
+    zccl_vmm_info_t vi;
     size_t hsize = 0;
+    int fd = -1;
     if (zccl_phys_fd(handle, &fd, &hsize) != ZC_OK) {
-        ZC_WARN(ZC_SUB_ZCOPY, "rank %d: ActivateCommMemory: handle %p is not a physical "
-                "allocation", c->rank, handle);
+        ZC_WARN(ZC_SUB_ZCOPY,
+                "rank %d: ActivateCommMemory: handle %p is not a physical "
+                "allocation",
+                c->rank, handle);
         return ZC_ERR_INVAL;
     }
     if (size > hsize) {
@@ -147,284 +303,218 @@ int zh_mem_activate(zh_comm_t *c, void *va, size_t size, size_t offset, void *ha
                 c->rank, size, hsize);
         return ZC_ERR_INVAL;
     }
-    pthread_mutex_lock(&c->lock);
-    int range = -1;
+    if (zccl_vmm_query(va, &vi) != ZC_OK || vi.handle == NULL) {
+        ZC_WARN(ZC_SUB_ZCOPY,
+                "rank %d: ActivateCommMemory(%p): no physical memory is mapped "
+                "there",
+                c->rank, va);
+        return ZC_ERR_INVAL;
+    }
+    if (vi.handle != handle) {
+        ZC_WARN(ZC_SUB_ZCOPY,
+                "rank %d: ActivateCommMemory(%p): handle %p is not the allocation "
+                "mapped there (%p is)",
+                c->rank, va, handle, vi.handle);
+        return ZC_ERR_INVAL;
+    }
+    uint64_t off = (uint64_t)(uintptr_t)va - vi.map_va;
+    if (off != 0 || size > vi.map_size) {
+        ZC_WARN(ZC_SUB_ZCOPY,
+                "rank %d: ActivateCommMemory(%p, size %zu): the address is at "
+                "offset %llu of handle %p's mapping (+%zu at %p), not at its start",
+                c->rank, va, size, (unsigned long long)off, handle, vi.map_size, (void *)vi.map_va);
+        return ZC_ERR_INVAL;
+    }
+    return ZC_OK;
+}
+
+/* The free block slot for [v, +size) inside a set range, or an error. */
+static int zh_mem_block_slot(zh_comm_t *c, uint64_t v, size_t size, int *range, int *slot)
+{
+    *range = -1;
+    *slot = -1;
     for (int i = 0; i < ZH_MAX_RANGES; i++) {
-        zh_range_t *r = &c->ctrl->ranges[i];
+        zh_range_t *r = &zh_pm.ranges[i];
         if (r->state == 1 && zh_inside(v, size, r->base, r->size)) {
-            range = i;
+            *range = i;
         }
     }
-    int slot = -1;
-    int st = ZC_OK;
-    if (range < 0) {
+    if (*range < 0) {
         ZC_WARN(ZC_SUB_ZCOPY, "rank %d: ActivateCommMemory: [%p, +%zu) is not inside a set range",
-                c->rank, va, size);
-        st = ZC_ERR_INVAL;
-        goto out;
+                c->rank, (void *)(uintptr_t)v, size);
+        return ZC_ERR_INVAL;
     }
     for (int k = 0; k < ZH_MAX_REGIONS; k++) {
-        zh_region_t *g = &c->ctrl->regions[k];
+        zh_region_t *g = &zh_pm.regions[k];
         if (g->state == 1 && zh_overlap(v, size, g->va, g->size)) {
-            ZC_WARN(ZC_SUB_ZCOPY, "rank %d: ActivateCommMemory: [%p, +%zu) overlaps active "
-                    "block [0x%llx, +%llu)", c->rank, va, size, (unsigned long long)g->va,
+            ZC_WARN(ZC_SUB_ZCOPY,
+                    "rank %d: ActivateCommMemory: [%p, +%zu) overlaps active "
+                    "block [0x%llx, +%llu)",
+                    c->rank, (void *)(uintptr_t)v, size, (unsigned long long)g->va,
                     (unsigned long long)g->size);
-            st = ZC_ERR_INVAL;
-            goto out;
+            return ZC_ERR_INVAL;
         }
-        if (g->state == 0 && slot < 0) {
-            slot = k;
-        }
-    }
-    if (slot < 0) {
-        ZC_WARN(ZC_SUB_ZCOPY, "rank %d: more than %d active blocks", c->rank, ZH_MAX_REGIONS);
-        st = ZC_ERR_OVERLIMIT;
-        goto out;
-    }
-    uint64_t token = 0;
-    int32_t pids[ZH_MAX_RANKS];
-    size_t npids = 0;
-    for (int r = 0; r < c->nranks; r++) {
-        if (!c->peers[r].same_proc) {
-            pids[npids++] = c->peers[r].pid;
+        if (g->state == 0 && *slot < 0) {
+            *slot = k;
         }
     }
-    if (npids > 0) {
-        st = zccl_broker_offer(fd, hsize, 1, &token);
+    if (*slot < 0) {
+        ZC_WARN(ZC_SUB_ZCOPY, "rank %d: more than %d active blocks in one process", c->rank,
+                ZH_MAX_REGIONS);
+        return ZC_ERR_OVERLIMIT;
+    }
+    return ZC_OK;
+}
+
+int zh_mem_activate(zh_comm_t *c, void *va, size_t size, size_t offset, void *handle,
+                    uint64_t flags)
+{
+    uint64_t v = (uint64_t)(uintptr_t)va;
+    if (size == 0 || offset != 0 || flags != 0) {
+        ZC_WARN(ZC_SUB_ZCOPY,
+                "rank %d: ActivateCommMemory(%p, size %zu, offset %zu, flags "
+                "0x%llx): size must be > 0, offset and flags 0",
+                c->rank, va, size, offset, (unsigned long long)flags);
+        return ZC_ERR_INVAL;
+    }
+    int st = zh_mem_handle_check(c, va, size, handle);
+    if (st != ZC_OK) {
+        return st;
+    }
+    pthread_mutex_lock(&zh_pm.lock);
+    int range = -1;
+    int slot = -1;
+    st = zh_mem_block_slot(c, v, size, &range, &slot);
+    if (st == ZC_OK) {
+        zh_region_t *g = &zh_pm.regions[slot];
+        g->va = v;
+        g->size = size;
+        g->token = 0;
+        g->range = (uint32_t)range;
+        zh_pm.handle[slot] = handle;
+        for (int i = 0; i < zh_pm.ncomms && st == ZC_OK; i++) {
+            st = zh_pm_allow(zh_pm.comms[i], slot);
+        }
         if (st == ZC_OK) {
-            st = zccl_broker_allow(token, pids, npids);
-        }
-        if (st != ZC_OK) {
-            goto out;
+            g->gen++;
+            g->state = 1;
+            zh_pm_sort();
+            zh_pm_publish();
+        } else if (g->token != 0) {
+            (void)zccl_broker_withdraw(g->token);
+            g->token = 0;
         }
     }
-    c->region_token[slot] = token;
-    zh_table_begin(c);
-    zh_region_t *g = &c->ctrl->regions[slot];
-    g->va = v;
-    g->size = size;
-    g->token = token;
-    g->range = (uint32_t)range;
-    g->gen++;
-    g->state = 1;
-    zh_table_end(c);
-out:
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&zh_pm.lock);
     return st;
 }
 
 int zh_mem_deactivate(zh_comm_t *c, void *va)
 {
     uint64_t v = (uint64_t)(uintptr_t)va;
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&zh_pm.lock);
     for (int k = 0; k < ZH_MAX_REGIONS; k++) {
-        zh_region_t *g = &c->ctrl->regions[k];
+        zh_region_t *g = &zh_pm.regions[k];
         if (g->state != 1 || g->va != v) {
             continue;
         }
-        zh_table_begin(c);
         g->state = 0;
         g->gen++;
-        zh_table_end(c);
-        if (c->region_token[k] != 0) {
-            (void)zccl_broker_withdraw(c->region_token[k]);
+        if (g->token != 0) {
+            (void)zccl_broker_withdraw(g->token);
         }
-        c->region_token[k] = 0;
-        pthread_mutex_unlock(&c->lock);
+        g->token = 0;
+        zh_pm.handle[k] = NULL;
+        zh_pm_sort();
+        zh_pm_publish();
+        pthread_mutex_unlock(&zh_pm.lock);
         return ZC_OK;
     }
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&zh_pm.lock);
     ZC_WARN(ZC_SUB_ZCOPY, "rank %d: DeactivateCommMemory(%p): no active block starts there",
             c->rank, va);
     return ZC_ERR_NOT_FOUND;
 }
 
+/* Index in sorted of the last active block starting at or below va, or -1. */
+static int zh_pm_search(uint64_t va)
+{
+    int lo = 0;
+    int hi = zh_pm.nsorted - 1;
+    int found = -1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (zh_pm.regions[zh_pm.sorted[mid]].va <= va) {
+            found = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return found;
+}
+
 int zh_mem_local_covers(zh_comm_t *c, uint64_t va, uint64_t bytes)
 {
+    (void)c;
     if (bytes == 0) {
         return 1;
     }
-    for (int k = 0; k < ZH_MAX_REGIONS; k++) {
-        zh_region_t *g = &c->ctrl->regions[k];
-        if (g->state == 1 && zh_inside(va, bytes, g->va, g->size)) {
-            return 1;
-        }
+    if (bytes > UINT64_MAX - va) {
+        return 0;
     }
-    return 0;
-}
-
-/* Put PROT_NONE back over a mapping inside a window (keeps the reservation). */
-static void zh_mem_unmap_in_window(void *addr, uint64_t size)
-{
-    void *p = mmap(addr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
-                   -1, 0);
-    (void)p;
-}
-
-/* Copy a peer's tables consistently (seqlock read). */
-static void zh_mem_read_table(const zh_ctrl_t *pc, zh_range_t *ranges, zh_region_t *regions,
-                              uint32_t *version)
-{
-    for (;;) {
-        uint32_t v1 = atomic_load_explicit(&pc->table.value, memory_order_acquire);
-        if (v1 & 1u) {
-            continue;
-        }
-        memcpy(ranges, pc->ranges, sizeof(pc->ranges));
-        memcpy(regions, pc->regions, sizeof(pc->regions));
-        if (atomic_load_explicit(&pc->table.value, memory_order_seq_cst) == v1) {
-            *version = v1;
-            return;
-        }
-    }
-}
-
-/* Bring my windows of peer q in line with its current table. Call with the
- * comm lock held. */
-static void zh_mem_sweep_peer(zh_comm_t *c, int q)
-{
-    zh_peer_t *p = &c->peers[q];
-    /* Fast path of every op: the peer's table did not change. */
-    if (atomic_load_explicit(&p->ctrl->table.value, memory_order_acquire) == p->table_seen) {
-        return;
-    }
-    zh_range_t ranges[ZH_MAX_RANGES];
-    zh_region_t regions[ZH_MAX_REGIONS];
-    uint32_t version = 0;
-    zh_mem_read_table(p->ctrl, ranges, regions, &version);
-    /* Drop mappings of blocks that changed, then windows of ranges that did. */
-    for (int k = 0; k < ZH_MAX_REGIONS; k++) {
-        if (p->map_gen[k] == 0) {
-            continue;
-        }
-        uint32_t ri = p->map_range[k];
-        int stale = regions[k].state != 1 || regions[k].gen != p->map_gen[k] ||
-                    p->win_gen[ri] != ranges[ri].gen || ranges[ri].state != 1;
-        if (stale) {
-            if (p->win[ri] != NULL && p->win_gen[ri] == ranges[ri].gen) {
-                zh_mem_unmap_in_window((char *)p->win[ri] + (p->map_va[k] - ranges[ri].base),
-                                       p->map_size[k]);
+    uint64_t end = va + bytes;
+    int ok = 0;
+    pthread_mutex_lock(&zh_pm.lock);
+    int i = zh_pm_search(va);
+    if (i >= 0) {
+        /* Walk adjacent blocks of one range until the extent is covered. */
+        const zh_region_t *g = &zh_pm.regions[zh_pm.sorted[i]];
+        uint32_t range = g->range;
+        uint64_t cur = va;
+        while (g->range == range && cur >= g->va && cur - g->va < g->size) {
+            cur = g->va + g->size;
+            if (cur >= end) {
+                ok = 1;
+                break;
             }
-            p->map_gen[k] = 0;
+            if (++i == zh_pm.nsorted) {
+                break;
+            }
+            g = &zh_pm.regions[zh_pm.sorted[i]];
         }
     }
+    pthread_mutex_unlock(&zh_pm.lock);
+    return ok;
+}
+
+int zh_mem_range_covers(const void *va, size_t size)
+{
+    int found = 0;
+    pthread_mutex_lock(&zh_pm.lock);
     for (int i = 0; i < ZH_MAX_RANGES; i++) {
-        int want = ranges[i].state == 1;
-        if (p->win[i] != NULL && (!want || p->win_gen[i] != ranges[i].gen)) {
-            munmap(p->win[i], p->win_size[i]);
-            p->win[i] = NULL;
-            p->win_gen[i] = 0;
-        }
-        if (want && p->win[i] == NULL) {
-            void *w = mmap(NULL, ranges[i].size, PROT_NONE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            if (w == MAP_FAILED) {
-                ZC_WARN(ZC_SUB_ZCOPY, "rank %d: cannot reserve a %llu-byte shadow window for "
-                        "rank %d: %s", c->rank, (unsigned long long)ranges[i].size, q,
-                        strerror(errno));
-                return; /* table_seen unchanged: retried at the next op */
-            }
-            p->win[i] = w;
-            p->win_gen[i] = ranges[i].gen;
-            p->win_size[i] = ranges[i].size;
-        }
+        const zh_range_t *r = &zh_pm.ranges[i];
+        found |= r->state == 1 && zh_inside((uint64_t)(uintptr_t)va, size, r->base, r->size);
     }
-    p->table_seen = version;
+    pthread_mutex_unlock(&zh_pm.lock);
+    return found;
 }
 
-void zh_mem_sweep_peers(zh_comm_t *c)
+int zh_mem_block_find(const void *ptr, void **va, size_t *size, aclrtDrvMemHandle *handle)
 {
-    for (int q = 0; q < c->nranks; q++) {
-        if (q != c->rank && !c->peers[q].same_proc) {
-            zh_mem_sweep_peer(c, q);
-        }
-    }
-}
-
-int zh_mem_translate(zh_comm_t *c, int q, uint64_t va, uint64_t bytes, void **out)
-{
-    zh_peer_t *p = &c->peers[q];
-    if (q == c->rank || p->same_proc) {
-        *out = (void *)(uintptr_t)va;
-        return ZC_OK;
-    }
-    if (bytes == 0) {
-        *out = NULL;
-        return ZC_OK;
-    }
-    pthread_mutex_lock(&c->lock);
-    zh_mem_sweep_peer(c, q);
-    const zh_ctrl_t *pc = p->ctrl;
     int st = ZC_ERR_NOT_FOUND;
-    /* Ops reuse the same few blocks: try the last block that matched first. */
-    for (int i = 0; i <= ZH_MAX_REGIONS; i++) {
-        int k = i == 0 ? (int)p->last_region : i - 1;
-        if (i > 0 && k == (int)p->last_region) {
-            continue;
+    pthread_mutex_lock(&zh_pm.lock);
+    int i = zh_pm_search((uint64_t)(uintptr_t)ptr);
+    if (i >= 0) {
+        int k = zh_pm.sorted[i];
+        const zh_region_t *g = &zh_pm.regions[k];
+        if ((uint64_t)(uintptr_t)ptr - g->va < g->size) {
+            *va = (void *)(uintptr_t)g->va;
+            *size = g->size;
+            *handle = zh_pm.handle[k];
+            st = ZC_OK;
         }
-        zh_region_t g = pc->regions[k];
-        if (g.state != 1 || !zh_inside(va, bytes, g.va, g.size)) {
-            continue;
-        }
-        zh_range_t r = pc->ranges[g.range];
-        if (p->win[g.range] == NULL || p->win_gen[g.range] != r.gen) {
-            st = ZC_ERR_INTERNAL;
-            break;
-        }
-        char *slot = (char *)p->win[g.range] + (g.va - r.base);
-        if (p->map_gen[k] != g.gen) {
-            int fd = -1;
-            size_t fsz = 0;
-            st = zccl_broker_fetch(g.token, &fd, &fsz);
-            if (st != ZC_OK) {
-                break;
-            }
-            void *m = mmap(slot, g.size, PROT_READ | PROT_WRITE,
-                           MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, 0);
-            close(fd);
-            if (m == MAP_FAILED) {
-                ZC_WARN(ZC_SUB_ZCOPY, "rank %d: mapping rank %d's block 0x%llx (+%llu) failed: %s",
-                        c->rank, q, (unsigned long long)g.va, (unsigned long long)g.size,
-                        strerror(errno));
-                st = ZC_ERR_NOMEM;
-                break;
-            }
-            p->map_gen[k] = g.gen;
-            p->map_range[k] = g.range;
-            p->map_va[k] = g.va;
-            p->map_size[k] = g.size;
-        }
-        *out = slot + (va - g.va);
-        p->last_region = (uint32_t)k;
-        st = ZC_OK;
-        break;
     }
-    pthread_mutex_unlock(&c->lock);
-    if (st == ZC_ERR_NOT_FOUND) {
-        ZC_WARN(ZC_SUB_ZCOPY, "rank %d: rank %d's buffer 0x%llx (+%llu) is not in an active block",
-                c->rank, q, (unsigned long long)va, (unsigned long long)bytes);
-    }
+    pthread_mutex_unlock(&zh_pm.lock);
     return st;
-}
-
-void zh_mem_release_all(zh_comm_t *c)
-{
-    pthread_mutex_lock(&c->lock);
-    for (int q = 0; q < c->nranks; q++) {
-        zh_peer_t *p = &c->peers[q];
-        for (int i = 0; i < ZH_MAX_RANGES; i++) {
-            if (p->win[i] != NULL) {
-                munmap(p->win[i], p->win_size[i]);
-                p->win[i] = NULL;
-            }
-        }
-        memset(p->map_gen, 0, sizeof(p->map_gen));
-    }
-    for (int k = 0; k < ZH_MAX_REGIONS; k++) {
-        if (c->region_token[k] != 0) {
-            (void)zccl_broker_withdraw(c->region_token[k]);
-        }
-    }
-    memset(c->region_token, 0, sizeof(c->region_token));
-    pthread_mutex_unlock(&c->lock);
 }

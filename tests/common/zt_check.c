@@ -908,3 +908,38 @@ int zt_case_run(zt_env_t *env, const zt_case_t *c)
     aclError e = aclrtSynchronizeStream(env->stream);
     return zt_case_finish(&pd, e);
 }
+
+int zt_allreduce_path(zt_env_t *env, HcclComm comm, void *send, void *recv, size_t count,
+                      int want_zc, int line)
+{
+    int fails = 0;
+    zt_pat_t p = {HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, ZT_FILL_EXACT, env->nranks,
+                  (uint64_t)line};
+    zt_fill(send, 0, count, &p, env->rank);
+    uint64_t zc0 = zccl_comm_zero_copy_ops(comm);
+    uint64_t st0 = zccl_comm_staged_bytes(comm);
+    HcclResult r =
+        HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, comm, env->stream);
+    aclError e = aclrtSynchronizeStream(env->stream);
+    if (!ZT_EXPECT(env, r == HCCL_SUCCESS && e == ACL_SUCCESS, "line %d: op %d / %d", line, (int)r,
+                   (int)e)) {
+        return fails;
+    }
+    int32_t *want = malloc(count * sizeof(int32_t));
+    zt_ref_allreduce(want, count, &p);
+    char what[64];
+    snprintf(what, sizeof(what), "[rank %d] line %d: output", env->rank, line);
+    fails += zt_compare(what, recv, want, count, HCCL_DATA_TYPE_INT32) != 0;
+    free(want);
+    uint64_t zc = zccl_comm_zero_copy_ops(comm) - zc0;
+    uint64_t st = zccl_comm_staged_bytes(comm) - st0;
+    if (want_zc == 1) {
+        ZT_EXPECT(env, zc == 1 && st == 0, "line %d: want zero-copy, got %llu zc ops, %llu staged",
+                  line, (unsigned long long)zc, (unsigned long long)st);
+    } else if (want_zc == 0) {
+        ZT_EXPECT(env, zc == 0 && (st > 0 || env->nranks == 1),
+                  "line %d: want buffered, got %llu zc ops, %llu staged", line,
+                  (unsigned long long)zc, (unsigned long long)st);
+    }
+    return fails;
+}

@@ -155,6 +155,15 @@ int zt_case_finish(zt_pending_t *pd, aclError sync_rc);
 /** Print "[rank r/n] FAIL <what>" for env, at most 50 times per process. */
 void zt_report(const zt_env_t *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/**
+ * AllReduce INT32 SUM of count elements at send / recv on comm (env's stream),
+ * checked element by element. want_zc 1: the op must have run zero-copy (one
+ * zero-copy op, nothing staged); 0: buffered (no zero-copy op, and bytes
+ * staged when there are peers); -1: either. Returns the failures it printed.
+ */
+int zt_allreduce_path(zt_env_t *env, HcclComm comm, void *send, void *recv, size_t count,
+                      int want_zc, int line);
+
 /** zt_report "line <line>: <message>" (ZT_EXPECT's failure path). */
 void zt_expect_fail(const zt_env_t *env, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -321,32 +321,7 @@ static void test_init_faults(void **state)
  * result and, when expect is 1 / 0, that the op was zero-copy / buffered. */
 static int op_check(zt_env_t *env, void *send, void *recv, size_t count, int expect, int line)
 {
-    int fails = 0;
-    zt_pat_t p = {HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, ZT_FILL_EXACT, env->nranks,
-                  (uint64_t)line};
-    zt_fill(send, 0, count, &p, env->rank);
-    uint64_t st0 = zccl_comm_staged_bytes(env->comm);
-    HcclResult r = HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM,
-                                 env->comm, env->stream);
-    aclError e = aclrtSynchronizeStream(env->stream);
-    if (!ZT_EXPECT(env, r == HCCL_SUCCESS && e == ACL_SUCCESS, "line %d: op %d / %d", line, (int)r,
-                   (int)e)) {
-        return fails;
-    }
-    int32_t *want = malloc(count * sizeof(int32_t));
-    zt_ref_allreduce(want, count, &p);
-    char what[64];
-    snprintf(what, sizeof(what), "[rank %d] line %d: output", env->rank, line);
-    fails += zt_compare(what, recv, want, count, HCCL_DATA_TYPE_INT32) != 0;
-    free(want);
-    uint64_t st = zccl_comm_staged_bytes(env->comm);
-    if (expect == 1) {
-        ZT_EXPECT(env, st == st0, "line %d: zero-copy op staged %llu bytes", line,
-                  (unsigned long long)(st - st0));
-    } else if (expect == 0 && env->nranks > 1) {
-        ZT_EXPECT(env, st > st0, "line %d: buffered op staged nothing", line);
-    }
-    return fails;
+    return zt_allreduce_path(env, env->comm, send, recv, count, expect, line);
 }
 
 /* SetMemoryRange must refuse these arguments with HCCL_E_PARA; a range it set
@@ -388,9 +363,14 @@ static int rank_zc_rules(int rank, int nranks, const HcclRootInfo *root, void *a
     if (aclrtReserveMemAddress(&S, 2 * g, 0, NULL, 0) != ACL_SUCCESS) {
         return fails + 1;
     }
-    fails += set_range_refused(&env, S, 2 * g, 4096, 0, "alignment 4096 (must be 0)");
-    fails += set_range_refused(&env, S, 2 * g, 0, 1, "flags 1 (must be 0)");
     fails += set_range_refused(&env, S, 0, 0, 0, "size 0");
+    fails += set_range_refused(&env, (char *)S + 64, g, 0, 0, "an unaligned base");
+    fails += set_range_refused(&env, S, 3 * g, 0, 0, "a size past the reservation");
+    fails += set_range_refused(&env, S, SIZE_MAX - 4095, 0, 0, "a size that wraps");
+    void *heap = malloc(4 * g);
+    fails += set_range_refused(&env, (void *)(((uintptr_t)heap + 4095) & ~(uintptr_t)4095), g, 0,
+                               0, "malloc() memory");
+    free(heap);
     ZT_EXPECT_RC(&env, HcclCommSetMemoryRange(cm, NULL, 2 * g, 0, 0), HCCL_E_PTR, "NULL base");
     ZT_EXPECT_RC(&env, HcclCommSetMemoryRange(NULL, S, 2 * g, 0, 0), HCCL_E_PTR, "NULL comm");
     aclrtDrvMemHandle hs = zt_phys_alloc(env.device, g);
@@ -422,11 +402,14 @@ static int rank_zc_rules(int rank, int nranks, const HcclRootInfo *root, void *a
     ZT_EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R + g), HCCL_E_NOT_FOUND, "unset inside");
 
     /* Paths: in one block (zero-copy), across two adjacent active blocks
-     * (right either way), input active but output plain (buffered). */
+     * (zero-copy when every block it touches is active), input active but output plain
+     * (buffered). */
     fails += op_check(&env, R + 4096 + 4, R + g / 2 + 4, 5000, 1, __LINE__);
     ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R + g, g, 0, z.h[1], 0), HCCL_SUCCESS, "b1");
     z.active[1] = 1;
     fails += op_check(&env, R + g - 8000, R + 2 * g - 6000, 4000, -1, __LINE__);
+    /* A send buffer across the two active blocks, output in the second: zero-copy. */
+    fails += op_check(&env, R + g - 8000, R + g + 4096, 4000, 1, __LINE__);
     void *plain = NULL;
     if (aclrtMalloc(&plain, 1 << 20, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS) {
         fails += op_check(&env, R + 4096, (char *)plain + 4, 5000, 0, __LINE__);

@@ -551,6 +551,32 @@ int vmm_map_lookup(const void *ptr, int *fd, size_t *offset, size_t *avail)
     return -1;
 }
 
+ZC_EXPORT int zccl_vmm_query(const void *va, zccl_vmm_info_t *out)
+{
+    uintptr_t a = (uintptr_t)va;
+    int st = ZC_ERR_NOT_FOUND;
+    memset(out, 0, sizeof(*out));
+    vmm_lock();
+    for (vmm_resv_t *r = vmm_resv_list; r != NULL && st != ZC_OK; r = r->next) {
+        if (a < r->base || a - r->base >= r->size) {
+            continue;
+        }
+        out->resv_base = r->base;
+        out->resv_size = r->size;
+        for (vmm_map_t *m = r->maps; m != NULL; m = m->next) {
+            if (a >= m->va && a - m->va < m->size) {
+                out->map_va = m->va;
+                out->map_size = m->size;
+                out->handle = m->phys;
+                break;
+            }
+        }
+        st = ZC_OK;
+    }
+    vmm_unlock();
+    return st;
+}
+
 ZC_EXPORT aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle,
                                uint64_t flags)
 {

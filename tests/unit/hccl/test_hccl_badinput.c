@@ -166,16 +166,26 @@ static void test_comm_calls(void **state)
     BI_STR(HcclGetErrorString((HcclResult)999), "unknown error");
     BI_STR(HcclGetErrorString((HcclResult)-1), "unknown error");
     BI_STR(HcclGetErrorString(HCCL_E_TIMEOUT), "timeout");
+    /* Rank tables (the full matrix is test_hccl_ranktable). */
+    BI(HcclCommInitClusterInfo("no-such-ranktable.json", 0, &c), HCCL_E_OPEN_FILE_FAILURE);
+    BI(HcclCommInitClusterInfo(NULL, 0, &c), HCCL_E_PTR);
+    BI(HcclCommInitClusterInfoConfig("no-such-ranktable.json", 0, NULL, &c), HCCL_E_PTR);
     /* What a host cannot do. */
-    BI(HcclCommInitClusterInfo("ranktable.json", 0, &c), HCCL_E_NOT_SUPPORT);
-    BI(HcclCommInitClusterInfoConfig("ranktable.json", 0, NULL, &c), HCCL_E_NOT_SUPPORT);
     BI(HcclCommSuspend(bi.comm), HCCL_E_NOT_SUPPORT);
     BI(HcclCommResume(bi.comm), HCCL_E_NOT_SUPPORT);
+    /* Symmetric windows (the rules are test_mp_symwin). */
     HcclCommSymWindow w = NULL;
     size_t off = 0;
     BI(HcclCommSymWinRegister(bi.comm, bi.send, 4096, &w, 0), HCCL_E_NOT_SUPPORT);
-    BI(HcclCommSymWinDeregister(w), HCCL_E_NOT_SUPPORT);
-    BI(HcclCommSymWinGet(bi.comm, bi.send, 64, &w, &off), HCCL_E_NOT_SUPPORT);
+    BI(HcclCommSymWinRegister(bi.comm, bi.send, 4096, &w, 2), HCCL_E_PARA);
+    BI(HcclCommSymWinRegister(bi.comm, bi.send, 4096, &w, 1), HCCL_E_PARA); /* not VMM memory */
+    BI(HcclCommSymWinRegister(bi.comm, NULL, 4096, &w, 1), HCCL_E_PTR);
+    BI(HcclCommSymWinRegister(bogus, bi.send, 4096, &w, 1), HCCL_E_PARA);
+    BI(HcclCommSymWinDeregister(NULL), HCCL_E_PTR);
+    BI(HcclCommSymWinDeregister((HcclCommSymWindow)&off), HCCL_E_NOT_FOUND);
+    BI(HcclCommSymWinGet(bi.comm, bi.send, 64, &w, &off), HCCL_E_NOT_FOUND);
+    BI(HcclCommSymWinGet(bi.comm, bi.send, 0, &w, &off), HCCL_E_PARA);
+    BI(HcclCommSymWinGet(bi.comm, bi.send, 64, NULL, &off), HCCL_E_PTR);
     /* HcclCommInitAll. */
     int32_t devs[2] = {0, 0};
     HcclComm comms[2] = {NULL, NULL};
@@ -339,9 +349,15 @@ static void test_memory_range(void **state)
     BI(HcclCommSetMemoryRange(bi.comm, NULL, 3 * g, 0, 0), HCCL_E_PTR);
     BI(HcclCommSetMemoryRange(bogus, b, 3 * g, 0, 0), HCCL_E_PARA);
     BI(HcclCommSetMemoryRange(bi.comm, b, 0, 0, 0), HCCL_E_PARA);
-    BI(HcclCommSetMemoryRange(bi.comm, b, 3 * g, 0, 1), HCCL_E_PARA);
-    BI(HcclCommSetMemoryRange(bi.comm, b, 3 * g, 3, 0), HCCL_E_PARA);
-    BI(HcclCommSetMemoryRange(bi.comm, b + 1, 3 * g, 4096, 0), HCCL_E_PARA);
+    BI(HcclCommSetMemoryRange(bi.comm, b + 1, 3 * g, 4096, 0), HCCL_E_PARA); /* unaligned */
+    BI(HcclCommSetMemoryRange(bi.comm, bi.send, 4096, 0, 0), HCCL_E_PARA);    /* not reserved */
+    BI(HcclCommSetMemoryRange(bi.comm, b, SIZE_MAX - 4095, 0, 0), HCCL_E_PARA); /* wraps */
+    BI(HcclCommSetMemoryRange(bi.comm, b, 5 * g, 0, 0), HCCL_E_PARA); /* past the reservation */
+    /* Reserved alignment / flags (a framework passes flags 1): ignored. */
+    BI(HcclCommSetMemoryRange(bi.comm, b, 3 * g, 0, 1), HCCL_SUCCESS);
+    BI(HcclCommUnsetMemoryRange(bi.comm, b), HCCL_SUCCESS);
+    BI(HcclCommSetMemoryRange(bi.comm, b, 3 * g, 3, 0), HCCL_SUCCESS);
+    BI(HcclCommUnsetMemoryRange(bi.comm, b), HCCL_SUCCESS);
     BI(HcclCommSetMemoryRange(bi.comm, b, 3 * g, 0, 0), HCCL_SUCCESS);
     BI(HcclCommSetMemoryRange(bi.comm, b, 3 * g, 0, 0), HCCL_E_PARA);         /* same range */
     BI(HcclCommSetMemoryRange(bi.comm, b + g, g, 0, 0), HCCL_E_PARA);         /* inside it */

@@ -108,6 +108,23 @@ __attribute__((visibility("default"))) aclError zccl_stream_capture_add(aclrtStr
 __attribute__((visibility("default"))) int zccl_phys_fd(aclrtDrvMemHandle handle, int *fd,
                                                         size_t *size);
 
+/** What the runtime has at a virtual address (zccl_vmm_query). */
+typedef struct {
+    uintptr_t resv_base;       /**< reservation holding the address */
+    size_t resv_size;
+    uintptr_t map_va;          /**< mapping holding the address (0: none) */
+    size_t map_size;
+    aclrtDrvMemHandle handle;  /**< physical handle of that mapping (NULL: none) */
+} zccl_vmm_info_t;
+
+/**
+ * Look up va in the reservation and mapping tables (aclrtReserveMemAddress,
+ * aclrtMapMem). Mappings always map a whole handle from its offset 0, so the
+ * handle offset of va is va - map_va. Returns ZC_OK, or ZC_ERR_NOT_FOUND when
+ * va lies in no reservation (nothing logged: callers decide what it means).
+ */
+__attribute__((visibility("default"))) int zccl_vmm_query(const void *va, zccl_vmm_info_t *out);
+
 /* ---- broker ------------------------------------------------------------- */
 
 /** Offer fd (dup'ed; the caller keeps its own) of size bytes. validate_pid=0

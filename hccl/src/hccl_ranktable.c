@@ -1,0 +1,631 @@
+/*
+ * Rank-table init: HcclCommInitClusterInfo[Config].
+ *
+ * The file is CANN's rank-table JSON, in either published layout:
+ *  - version "1.0" / "1.1" / "1.2": "server_list" of servers, each with a
+ *    "server_id" and a "device" list of {"device_id", "rank_id"} (numbers
+ *    written as strings, as CANN's samples do; plain numbers are accepted);
+ *    "server_count", when present, must match.
+ *  - version "2.0": "rank_count" and a "rank_list" of {"rank_id",
+ *    "device_id", optional "local_id", "server_id", "level_list"}.
+ * zccl is single host: one server (every rank's server id the same), and a
+ * server id or host_ip written as an IP address must be one of this host's.
+ * Rank ids are distinct and below the rank count (so exactly 0..n-1), device
+ * ids distinct and below the device count.
+ * Every refusal is HCCL_E_PARA (HCCL_E_OPEN_FILE_FAILURE for an unreadable
+ * file) with one log line naming the file, the field and the value.
+ *
+ * Rendezvous (the ranks start independently with only the path and their
+ * rank): the table's rank 0 makes a root info (hccl_boot.c) and serves it on
+ * the abstract Unix socket "zccl-rt-<uid>-<hash of the file's bytes>"; the
+ * others connect there (retrying until HCCL_CONNECT_TIMEOUT), check with
+ * SO_PEERCRED that the server runs as their uid (the server checks theirs),
+ * read the root info, and all run the root-info init. Rank 0 stops serving
+ * when its init returns: by then every rank has joined.
+ */
+#include "hccl_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <json-c/json.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "zc/config.h"
+#include "zc/log.h"
+#include "zc/sync.h"
+#include "zccl/vmm_ext.h"
+
+#define ZH_RT_PATH_MAX 4096
+#define ZH_RT_FILE_MAX ((long)64 << 20)
+
+typedef struct {
+    const char *path;
+    uint32_t nranks;
+    int32_t device[ZH_MAX_RANKS]; /* by rank; -1 = not seen */
+    char server[128];             /* the one server id seen */
+} zh_rt_t;
+
+#define ZH_RT_BAD(t, ...)                                                                          \
+    do {                                                                                           \
+        char zh_m_[512];                                                                           \
+        snprintf(zh_m_, sizeof(zh_m_), __VA_ARGS__);                                               \
+        ZC_WARN(ZC_SUB_INIT, "rank table %s: %s", (t)->path, zh_m_);                               \
+    } while (0)
+
+/* Field of object o into *v (NULL when absent); absent and required is an error. */
+static int zh_rt_get(zh_rt_t *t, json_object *o, const char *field, const char *where, int required,
+                     json_object **v)
+{
+    *v = NULL;
+    if (!json_object_object_get_ex(o, field, v)) {
+        *v = NULL;
+        if (required) {
+            ZH_RT_BAD(t, "field %s%s is missing", where, field);
+            return ZC_ERR_INVAL;
+        }
+    }
+    return ZC_OK;
+}
+
+/* A non-negative integer field, as a JSON number or a decimal string; -1 if absent. */
+static int zh_rt_uint(zh_rt_t *t, json_object *o, const char *field, const char *where,
+                      int required, int64_t *out)
+{
+    json_object *v = NULL;
+    *out = -1;
+    if (zh_rt_get(t, o, field, where, required, &v) != ZC_OK) {
+        return ZC_ERR_INVAL;
+    }
+    if (v == NULL) {
+        return ZC_OK;
+    }
+    const char *s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+    if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 0) {
+        *out = json_object_get_int64(v);
+        return ZC_OK;
+    }
+    if (json_object_is_type(v, json_type_string)) {
+        const char *p = json_object_get_string(v);
+        char *end = NULL;
+        errno = 0;
+        long long x = strtoll(p, &end, 10);
+        if (p[0] >= '0' && p[0] <= '9' && *end == '\0' && errno == 0 && x <= INT32_MAX) {
+            *out = x;
+            return ZC_OK;
+        }
+    }
+    ZH_RT_BAD(t, "field %s%s: value %s is not a non-negative integer", where, field, s);
+    return ZC_ERR_INVAL;
+}
+
+/* A string field; NULL when absent. */
+static int zh_rt_str(zh_rt_t *t, json_object *o, const char *field, const char *where, int required,
+                     const char **out)
+{
+    json_object *v = NULL;
+    *out = NULL;
+    if (zh_rt_get(t, o, field, where, required, &v) != ZC_OK) {
+        return ZC_ERR_INVAL;
+    }
+    if (v == NULL) {
+        return ZC_OK;
+    }
+    if (!json_object_is_type(v, json_type_string)) {
+        ZH_RT_BAD(t, "field %s%s: value %s is not a string", where, field,
+                  json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+        return ZC_ERR_INVAL;
+    }
+    *out = json_object_get_string(v);
+    return ZC_OK;
+}
+
+/* An array field (required), with its length. */
+static int zh_rt_array(zh_rt_t *t, json_object *o, const char *field, const char *where,
+                       json_object **arr, size_t *n)
+{
+    if (!json_object_object_get_ex(o, field, arr)) {
+        ZH_RT_BAD(t, "field %s%s is missing", where, field);
+        return ZC_ERR_INVAL;
+    }
+    if (!json_object_is_type(*arr, json_type_array) || json_object_array_length(*arr) == 0) {
+        ZH_RT_BAD(t, "field %s%s: value %.60s is not a non-empty array", where, field,
+                  json_object_to_json_string_ext(*arr, JSON_C_TO_STRING_PLAIN));
+        return ZC_ERR_INVAL;
+    }
+    *n = json_object_array_length(*arr);
+    return ZC_OK;
+}
+
+/* Is s an IP address of another host? (A name such as "node_0" is not.) */
+static int zh_rt_foreign_ip(const char *s)
+{
+    unsigned char a[16];
+    int fam = inet_pton(AF_INET, s, a) == 1    ? AF_INET
+              : inet_pton(AF_INET6, s, a) == 1 ? AF_INET6
+                                               : 0;
+    if (fam == 0) {
+        return 0;
+    }
+    struct ifaddrs *ifs = NULL;
+    if (getifaddrs(&ifs) != 0) {
+        return 0;
+    }
+    int local = 0;
+    for (struct ifaddrs *i = ifs; i != NULL && !local; i = i->ifa_next) {
+        if (i->ifa_addr == NULL || i->ifa_addr->sa_family != fam) {
+            continue;
+        }
+        const void *ip = fam == AF_INET
+                             ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
+                             : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+        local = memcmp(ip, a, fam == AF_INET ? 4 : 16) == 0;
+    }
+    freeifaddrs(ifs);
+    return !local;
+}
+
+/* Record the server a rank is on: one server only, and it must be here. */
+static int zh_rt_server(zh_rt_t *t, const char *id, const char *field, const char *where)
+{
+    if (id == NULL) {
+        return ZC_OK;
+    }
+    if (zh_rt_foreign_ip(id)) {
+        ZH_RT_BAD(t,
+                  "field %s%s: value \"%s\" is not an address of this host (a rank table "
+                  "for another host)",
+                  where, field, id);
+        return ZC_ERR_INVAL;
+    }
+    if (strcmp(field, "server_id") != 0) {
+        return ZC_OK;
+    }
+    if (t->server[0] != '\0' && strcmp(t->server, id) != 0) {
+        ZH_RT_BAD(t,
+                  "field %s%s: value \"%s\" is a second server (\"%s\" before): zccl runs on "
+                  "one host",
+                  where, field, id, t->server);
+        return ZC_ERR_INVAL;
+    }
+    snprintf(t->server, sizeof(t->server), "%s", id);
+    return ZC_OK;
+}
+
+/* One rank entry {rank_id, device_id}: range and uniqueness checks. */
+static int zh_rt_rank(zh_rt_t *t, json_object *o, const char *where)
+{
+    int64_t rank = -1;
+    int64_t dev = -1;
+    int st = zh_rt_uint(t, o, "rank_id", where, 1, &rank);
+    if (st == ZC_OK) {
+        st = zh_rt_uint(t, o, "device_id", where, 1, &dev);
+    }
+    if (st != ZC_OK) {
+        return st;
+    }
+    if (rank >= (int64_t)t->nranks) {
+        ZH_RT_BAD(t, "field %srank_id: value %lld is not below the rank count %u", where,
+                  (long long)rank, t->nranks);
+        return ZC_ERR_INVAL;
+    }
+    if (t->device[rank] >= 0) {
+        ZH_RT_BAD(t, "field %srank_id: value %lld appears twice", where, (long long)rank);
+        return ZC_ERR_INVAL;
+    }
+    uint32_t ndev = 0;
+    if (aclrtGetDeviceCount(&ndev) == ACL_SUCCESS && dev >= (int64_t)ndev) {
+        ZH_RT_BAD(t, "field %sdevice_id: value %lld: this host has %u devices (ZCCL_DEVICES)",
+                  where, (long long)dev, ndev);
+        return ZC_ERR_INVAL;
+    }
+    for (uint32_t r = 0; r < t->nranks; r++) {
+        if (t->device[r] == dev) {
+            ZH_RT_BAD(t, "field %sdevice_id: value %lld is also rank %u's device", where,
+                      (long long)dev, r);
+            return ZC_ERR_INVAL;
+        }
+    }
+    t->device[rank] = (int32_t)dev;
+    return ZC_OK;
+}
+
+/* The top-level list field with its optional count field, which must match. */
+static int zh_rt_list(zh_rt_t *t, json_object *root, const char *list, const char *count_field,
+                      json_object **arr, size_t *n)
+{
+    int64_t count = -1;
+    int st = zh_rt_array(t, root, list, "", arr, n);
+    if (st == ZC_OK) {
+        st = zh_rt_uint(t, root, count_field, "", 0, &count);
+    }
+    if (st == ZC_OK && count >= 0 && (uint64_t)count != *n) {
+        ZH_RT_BAD(t, "field %s: value %lld but the list has %zu entries", count_field,
+                  (long long)count, *n);
+        st = ZC_ERR_INVAL;
+    }
+    return st;
+}
+
+static int zh_rt_max(zh_rt_t *t, size_t n)
+{
+    if (n > ZH_MAX_RANKS) {
+        ZH_RT_BAD(t, "%zu ranks: at most %d", n, ZH_MAX_RANKS);
+        return ZC_ERR_INVAL;
+    }
+    t->nranks = (uint32_t)n;
+    return ZC_OK;
+}
+
+/* version 1.x: server_list[].device[] */
+static int zh_rt_parse_v1(zh_rt_t *t, json_object *root)
+{
+    json_object *servers = NULL;
+    size_t ns = 0;
+    int st = zh_rt_list(t, root, "server_list", "server_count", &servers, &ns);
+    size_t total = 0;
+    for (size_t s = 0; s < ns && st == ZC_OK; s++) {
+        json_object *devs = NULL;
+        size_t nd = 0;
+        char where[64];
+        snprintf(where, sizeof(where), "server_list[%zu].", s);
+        st = zh_rt_array(t, json_object_array_get_idx(servers, s), "device", where, &devs, &nd);
+        total += nd;
+    }
+    if (st == ZC_OK) {
+        st = zh_rt_max(t, total);
+    }
+    for (size_t s = 0; s < ns && st == ZC_OK; s++) {
+        json_object *srv = json_object_array_get_idx(servers, s);
+        json_object *devs = json_object_object_get(srv, "device");
+        const char *id = NULL;
+        const char *ip = NULL;
+        char where[64];
+        snprintf(where, sizeof(where), "server_list[%zu].", s);
+        st = zh_rt_str(t, srv, "server_id", where, 1, &id);
+        if (st == ZC_OK) {
+            st = zh_rt_str(t, srv, "host_ip", where, 0, &ip);
+        }
+        if (st == ZC_OK) {
+            st = zh_rt_server(t, id, "server_id", where);
+        }
+        if (st == ZC_OK) {
+            st = zh_rt_server(t, ip, "host_ip", where);
+        }
+        for (size_t d = 0; d < json_object_array_length(devs) && st == ZC_OK; d++) {
+            snprintf(where, sizeof(where), "server_list[%zu].device[%zu].", s, d);
+            st = zh_rt_rank(t, json_object_array_get_idx(devs, d), where);
+        }
+    }
+    return st;
+}
+
+/* version 2.0: rank_list[] */
+static int zh_rt_parse_v2(zh_rt_t *t, json_object *root)
+{
+    json_object *ranks = NULL;
+    size_t n = 0;
+    int st = zh_rt_list(t, root, "rank_list", "rank_count", &ranks, &n);
+    if (st == ZC_OK) {
+        st = zh_rt_max(t, n);
+    }
+    for (size_t i = 0; i < n && st == ZC_OK; i++) {
+        json_object *o = json_object_array_get_idx(ranks, i);
+        char where[64];
+        snprintf(where, sizeof(where), "rank_list[%zu].", i);
+        const char *id = NULL;
+        int64_t local = -1;
+        st = zh_rt_str(t, o, "server_id", where, 0, &id);
+        if (st == ZC_OK) {
+            st = zh_rt_uint(t, o, "local_id", where, 0, &local);
+        }
+        if (st == ZC_OK) {
+            st = zh_rt_server(t, id, "server_id", where);
+        }
+        if (st == ZC_OK) {
+            st = zh_rt_rank(t, o, where);
+        }
+    }
+    return st;
+}
+
+static int zh_rt_parse_root(zh_rt_t *t, json_object *root)
+{
+    const char *version = NULL;
+    const char *status = NULL;
+    if (!json_object_is_type(root, json_type_object)) {
+        ZH_RT_BAD(t, "the top level is not a JSON object");
+        return ZC_ERR_INVAL;
+    }
+    int st = zh_rt_str(t, root, "version", "", 1, &version);
+    if (st == ZC_OK) {
+        st = zh_rt_str(t, root, "status", "", 0, &status);
+    }
+    if (st == ZC_OK && status != NULL && strcmp(status, "completed") != 0) {
+        ZH_RT_BAD(t, "field status: value \"%s\" (the table is usable only when \"completed\")",
+                  status);
+        st = ZC_ERR_INVAL;
+    }
+    for (int r = 0; r < ZH_MAX_RANKS; r++) {
+        t->device[r] = -1;
+    }
+    if (st != ZC_OK) {
+        return st;
+    }
+    if (strcmp(version, "2.0") == 0) {
+        st = zh_rt_parse_v2(t, root);
+    } else if (strcmp(version, "1.0") == 0 || strcmp(version, "1.1") == 0 ||
+               strcmp(version, "1.2") == 0) {
+        st = zh_rt_parse_v1(t, root);
+    } else {
+        ZH_RT_BAD(t, "field version: value \"%s\" is not a known layout (1.0, 1.1, 1.2, 2.0)",
+                  version);
+        st = ZC_ERR_INVAL;
+    }
+    /* n entries with distinct ids below n: every rank 0..n-1 is present. */
+    return st;
+}
+
+/* Read the whole file (the hash of its bytes names the rendezvous). */
+static int zh_rt_read(const char *path, char **buf, long *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        ZC_WARN(ZC_SUB_INIT, "rank table %s: cannot open: %s", path, strerror(errno));
+        return ZC_ERR_IO;
+    }
+    int st = ZC_OK;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n < 0 || n > ZH_RT_FILE_MAX || fseek(f, 0, SEEK_SET) != 0) {
+        ZC_WARN(ZC_SUB_INIT, "rank table %s: size %ld is not readable or over %ld bytes", path, n,
+                ZH_RT_FILE_MAX);
+        st = ZC_ERR_INVAL;
+    }
+    char *b = st == ZC_OK ? malloc((size_t)n + 1) : NULL;
+    if (st == ZC_OK && (b == NULL || fread(b, 1, (size_t)n, f) != (size_t)n)) {
+        ZC_WARN(ZC_SUB_INIT, "rank table %s: cannot read %ld bytes", path, n);
+        st = ZC_ERR_IO;
+    }
+    fclose(f);
+    if (st != ZC_OK) {
+        free(b);
+        return st;
+    }
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
+    return ZC_OK;
+}
+
+static int zh_rt_parse(zh_rt_t *t, const char *buf, long len)
+{
+    struct json_tokener *tok = json_tokener_new();
+    if (tok == NULL) {
+        return ZC_ERR_NOMEM;
+    }
+    json_object *root = json_tokener_parse_ex(tok, buf, (int)len);
+    enum json_tokener_error je = json_tokener_get_error(tok);
+    int st = ZC_OK;
+    if (root == NULL || je != json_tokener_success ||
+        (int)json_tokener_get_parse_end(tok) < (int)len) {
+        /* trailing bytes after the value are only whitespace in a valid file */
+        size_t off = json_tokener_get_parse_end(tok);
+        while (root != NULL && off < (size_t)len && strchr(" \t\r\n", buf[off]) != NULL) {
+            off++;
+        }
+        if (root == NULL || je != json_tokener_success || off < (size_t)len) {
+            const char *why = je == json_tokener_continue  ? "unexpected end of file"
+                              : je != json_tokener_success ? json_tokener_error_desc(je)
+                                                           : "data after the top-level value";
+            ZH_RT_BAD(t, "not valid JSON at byte %zu: %s", off, why);
+            st = ZC_ERR_INVAL;
+        }
+    }
+    if (st == ZC_OK) {
+        st = zh_rt_parse_root(t, root);
+    }
+    json_object_put(root);
+    json_tokener_free(tok);
+    return st;
+}
+
+/* ---- rendezvous ------------------------------------------------------------ */
+
+typedef struct {
+    int fd;
+    atomic_int stop;
+    const HcclRootInfo *info;
+} zh_rt_server_t;
+
+/* Abstract socket name: uid plus a 64-bit FNV-1a hash of the file's bytes. */
+static socklen_t zh_rt_addr(const char *buf, long len, struct sockaddr_un *a)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (long i = 0; i < len; i++) {
+        h = (h ^ (unsigned char)buf[i]) * 1099511628211ull;
+    }
+    memset(a, 0, sizeof(*a));
+    a->sun_family = AF_UNIX;
+    int n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "zccl-rt-%u-%016llx",
+                     (unsigned)getuid(), (unsigned long long)h);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static int zh_rt_peer_uid_ok(int fd)
+{
+    struct ucred cr;
+    socklen_t l = sizeof(cr);
+    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) == 0 && cr.uid == getuid();
+}
+
+static void *zh_rt_serve(void *arg)
+{
+    zh_rt_server_t *s = arg;
+    while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
+        struct pollfd p = {s->fd, POLLIN, 0};
+        if (poll(&p, 1, 50) <= 0) {
+            continue;
+        }
+        int cfd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
+        if (cfd < 0) {
+            continue;
+        }
+        if (zh_rt_peer_uid_ok(cfd)) {
+            /* 4108 bytes fit the socket buffer: this never blocks long. */
+            struct timeval tv = {1, 0};
+            (void)setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+            (void)send(cfd, s->info, sizeof(*s->info), MSG_NOSIGNAL);
+        } else {
+            ZC_INFO(ZC_SUB_INIT, "rank table rendezvous: dropped a client of another uid");
+        }
+        close(cfd);
+    }
+    return NULL;
+}
+
+static HcclResult zh_rt_root(const zh_rt_t *t, const struct sockaddr_un *a, socklen_t alen,
+                             const HcclCommConfig *cfg, HcclComm *out)
+{
+    HcclRootInfo info;
+    HcclResult r = zh_result(zh_boot_root_create(&info));
+    if (r != HCCL_SUCCESS) {
+        return r;
+    }
+    zh_rt_server_t s = {socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), 0, &info};
+    if (s.fd < 0 || bind(s.fd, (const struct sockaddr *)a, alen) != 0 || listen(s.fd, 64) != 0) {
+        ZC_WARN(ZC_SUB_INIT,
+                "rank table %s: rank 0 cannot serve the rendezvous socket @%s: %s "
+                "(is a job with the same table already running?)",
+                t->path, a->sun_path + 1, strerror(errno));
+        if (s.fd >= 0) {
+            close(s.fd);
+        }
+        return HCCL_E_UNAVAIL;
+    }
+    pthread_t th;
+    if (pthread_create(&th, NULL, zh_rt_serve, &s) != 0) {
+        close(s.fd);
+        ZC_WARN(ZC_SUB_INIT, "rank table %s: cannot start the rendezvous thread", t->path);
+        return HCCL_E_SYSCALL;
+    }
+    r = zh_comm_init(t->nranks, &info, 0, cfg, out);
+    atomic_store_explicit(&s.stop, 1, memory_order_release);
+    pthread_join(th, NULL);
+    close(s.fd);
+    return r;
+}
+
+/* Connect to rank 0's socket until the connect timeout; read the root info. */
+static HcclResult zh_rt_fetch(const zh_rt_t *t, uint32_t rank, const struct sockaddr_un *a,
+                              socklen_t alen, HcclRootInfo *info)
+{
+    uint64_t limit = zc_config()->connect_timeout_s * 1000000000ull;
+    uint64_t start = zc_time_ns();
+    for (;;) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            ZC_WARN(ZC_SUB_INIT, "rank %u: socket: %s", rank, strerror(errno));
+            return HCCL_E_SYSCALL;
+        }
+        if (connect(fd, (const struct sockaddr *)a, alen) == 0) {
+            if (!zh_rt_peer_uid_ok(fd)) {
+                close(fd);
+                ZC_WARN(ZC_SUB_INIT,
+                        "rank %u: rank table %s: the rendezvous socket @%s is held "
+                        "by another user",
+                        rank, t->path, a->sun_path + 1);
+                return HCCL_E_PARA;
+            }
+            struct timeval tv = {5, 0};
+            (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+            ssize_t n = recv(fd, info, sizeof(*info), MSG_WAITALL);
+            close(fd);
+            if (n == (ssize_t)sizeof(*info)) {
+                return HCCL_SUCCESS;
+            }
+        } else {
+            close(fd);
+        }
+        if (zc_time_ns() - start > limit) {
+            ZC_WARN(ZC_SUB_INIT,
+                    "rank %u: rank table %s: rank 0 did not publish its root info "
+                    "within HCCL_CONNECT_TIMEOUT (%llu s)",
+                    rank, t->path, (unsigned long long)(limit / 1000000000ull));
+            return HCCL_E_TIMEOUT;
+        }
+        usleep(10000);
+    }
+}
+
+HcclResult zh_ranktable_init(const char *path, uint32_t rank, const HcclCommConfig *cfg,
+                             HcclComm *out)
+{
+    if (path == NULL || out == NULL) {
+        ZC_WARN(ZC_SUB_INIT, "HcclCommInitClusterInfo: clusterInfo %p or comm %p is NULL",
+                (const void *)path, (void *)out);
+        return HCCL_E_PTR;
+    }
+    if (strnlen(path, ZH_RT_PATH_MAX) >= ZH_RT_PATH_MAX) {
+        ZC_WARN(ZC_SUB_INIT, "HcclCommInitClusterInfo: clusterInfo is %d bytes or longer",
+                ZH_RT_PATH_MAX);
+        return HCCL_E_PARA;
+    }
+    char *buf = NULL;
+    long len = 0;
+    int st = zh_rt_read(path, &buf, &len);
+    if (st != ZC_OK) {
+        return st == ZC_ERR_IO ? HCCL_E_OPEN_FILE_FAILURE : zh_result(st);
+    }
+    zh_rt_t t = {.path = path};
+    st = zh_rt_parse(&t, buf, len);
+    if (st == ZC_OK && rank >= t.nranks) {
+        ZH_RT_BAD(&t, "rank %u is not in the table (%u ranks)", rank, t.nranks);
+        st = ZC_ERR_INVAL;
+    }
+    struct sockaddr_un a;
+    socklen_t alen = zh_rt_addr(buf, len, &a);
+    free(buf);
+    if (st != ZC_OK) {
+        return zh_result(st);
+    }
+    /* The table's device_id takes precedence, as in CANN. */
+    int dev = t.device[rank];
+    if (zccl_current_device() != dev) {
+        ZC_INFO(ZC_SUB_INIT, "rank %u: rank table %s: using device %d", rank, path, dev);
+        if (aclrtSetDevice(dev) != ACL_SUCCESS) {
+            ZH_RT_BAD(&t, "rank %u: aclrtSetDevice(%d) failed", rank, dev);
+            return HCCL_E_PARA;
+        }
+    }
+    if (rank == 0) {
+        return zh_rt_root(&t, &a, alen, cfg, out);
+    }
+    HcclRootInfo info;
+    HcclResult r = zh_rt_fetch(&t, rank, &a, alen, &info);
+    if (r != HCCL_SUCCESS) {
+        return r;
+    }
+    return zh_comm_init(t.nranks, &info, rank, cfg, out);
+}
+
+ZC_EXPORT HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm)
+{
+    return zh_ranktable_init(clusterInfo, rank, NULL, comm);
+}
+
+ZC_EXPORT HcclResult HcclCommInitClusterInfoConfig(const char *clusterInfo, uint32_t rank,
+                                                   HcclCommConfig *config, HcclComm *comm)
+{
+    if (config == NULL) {
+        ZC_WARN(ZC_SUB_INIT, "%s: config is NULL", __func__);
+        return HCCL_E_PTR;
+    }
+    return zh_ranktable_init(clusterInfo, rank, config, comm);
+}

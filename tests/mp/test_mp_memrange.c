@@ -1,0 +1,214 @@
+/*
+ * Memory ranges as CANN has them, with forked ranks:
+ *  - ActivateCommMemory checks the handle against the runtime's mapping
+ *    table: another block's handle, or the right handle at the wrong offset,
+ *    is HCCL_E_PARA, and later ops stay correct (buffered);
+ *  - SetMemoryRange takes flags 1 (what a framework passes);
+ *  - chunked activation: a buffer spanning several adjacent activated blocks
+ *    runs zero-copy as soon as every block it touches is active;
+ *  - a range set and activated through one communicator is visible to every
+ *    communicator of the process, present or created later; deactivating
+ *    through another one takes it away from all.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "hccl_test_api.h"
+#include "zt_check.h"
+
+#define mr_op zt_allreduce_path
+
+typedef struct {
+    char *R;
+    size_t g;
+    aclrtDrvMemHandle h[3]; /* g at R, 2g at R + g, g at R + 3g */
+} mr_mem_t;
+
+static int mr_mem_open(mr_mem_t *m, int device)
+{
+    m->g = zt_granularity(device);
+    void *va = NULL;
+    if (aclrtReserveMemAddress(&va, 4 * m->g, 0, NULL, 1) != ACL_SUCCESS) {
+        return -1;
+    }
+    m->R = va;
+    size_t sz[3] = {m->g, 2 * m->g, m->g};
+    size_t at[3] = {0, m->g, 3 * m->g};
+    for (int i = 0; i < 3; i++) {
+        m->h[i] = zt_phys_alloc(device, sz[i]);
+        if (m->h[i] == NULL || aclrtMapMem(m->R + at[i], sz[i], 0, m->h[i], 0) != ACL_SUCCESS) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int mr_mem_close(mr_mem_t *m)
+{
+    size_t at[3] = {0, m->g, 3 * m->g};
+    int rc = 0;
+    for (int i = 0; i < 3; i++) {
+        rc |= aclrtUnmapMem(m->R + at[i]) != ACL_SUCCESS;
+        rc |= aclrtFreePhysical(m->h[i]) != ACL_SUCCESS;
+    }
+    rc |= aclrtReleaseMemAddress(m->R) != ACL_SUCCESS;
+    return rc ? -1 : 0;
+}
+
+static int rank_handles_and_chunks(int rank, int nranks, const HcclRootInfo *root, void *arg)
+{
+    (void)arg;
+    zt_env_t env;
+    mr_mem_t m;
+    if (zt_env_open(&env, rank, nranks, root, NULL) != 0 || mr_mem_open(&m, env.device) != 0) {
+        return 1;
+    }
+    int fails = 0;
+    HcclComm cm = env.comm;
+    char *R = m.R;
+    size_t g = m.g;
+    ZT_EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R, 4 * g, 0, 1), HCCL_SUCCESS, "flags 1");
+    /* The handle must be the allocation mapped at the address, from its start. */
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, m.h[2], 0), HCCL_E_PARA,
+                 "another block's handle");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R + 2 * g, g, 0, m.h[1], 0), HCCL_E_PARA,
+                 "the right handle at the wrong offset");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R + g, 2 * g, 0, m.h[0], 0), HCCL_E_PARA,
+                 "a smaller handle over a bigger block");
+    /* Nothing was activated: the op is buffered and right. */
+    size_t count = (g + g / 2) / sizeof(int32_t);
+    char *send = R + 64;
+    char *recv = R + 2 * g + 64; /* blocks 1 and 2 */
+    fails += mr_op(&env, cm, send, recv, count, 0, __LINE__);
+    /* Grow block by block: zero-copy once every touched block is active. */
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, m.h[0], 0), HCCL_SUCCESS, "b0");
+    fails += mr_op(&env, cm, send, recv, count, 0, __LINE__);
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R + g, 2 * g, 0, m.h[1], 0), HCCL_SUCCESS,
+                 "b1");
+    fails += mr_op(&env, cm, send, R + g + 128, count, 1, __LINE__);
+    fails += mr_op(&env, cm, send, recv, count, 0, __LINE__); /* recv reaches block 2 */
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R + 3 * g, g, 0, m.h[2], 0), HCCL_SUCCESS,
+                 "b2");
+    fails += mr_op(&env, cm, send, recv, count, 1, __LINE__);
+    fails += mr_op(&env, cm, R, R, 4 * g / sizeof(int32_t), 1, __LINE__); /* all, in place */
+    /* Take the middle block away: a buffer across it is buffered again. */
+    ZT_EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R + g), HCCL_SUCCESS, "deactivate b1");
+    fails += mr_op(&env, cm, send, recv, count, 0, __LINE__);
+    fails += mr_op(&env, cm, R + 3 * g + 8, R + 8, 1000, 1, __LINE__);
+    ZT_EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R), HCCL_SUCCESS, "deactivate b0");
+    ZT_EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R + 3 * g), HCCL_SUCCESS, "deactivate b2");
+    ZT_EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R), HCCL_SUCCESS, "unset");
+    if (mr_mem_close(&m) != 0 || zt_env_close(&env) != 0) {
+        fails++;
+    }
+    return fails;
+}
+
+static void test_handles_and_chunks(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (int n = 1; n <= 3; n++) {
+        failed += zt_launch_procs(n, rank_handles_and_chunks, NULL, 120);
+    }
+    assert_int_equal(failed, 0);
+}
+
+/* ---- visible to every communicator ------------------------------------------ */
+
+typedef struct {
+    zt_root_slot_t *slot[2];
+} mr_slots_t;
+
+static int mr_comm(zt_env_t *env, zt_root_slot_t *slot, HcclComm *out)
+{
+    HcclRootInfo info;
+    int fails = 0;
+    if (zt_root_slot_get(slot, env->rank, &info) != 0) {
+        return 1;
+    }
+    ZT_EXPECT_RC(env, HcclCommInitRootInfo((uint32_t)env->nranks, &info, (uint32_t)env->rank, out),
+                 HCCL_SUCCESS, "second comm");
+    return fails;
+}
+
+static int rank_every_comm(int rank, int nranks, const HcclRootInfo *root, void *arg)
+{
+    mr_slots_t *s = arg;
+    zt_env_t env;
+    mr_mem_t m;
+    if (zt_env_open(&env, rank, nranks, root, NULL) != 0 || mr_mem_open(&m, env.device) != 0) {
+        return 1;
+    }
+    int fails = 0;
+    HcclComm a = env.comm;
+    HcclComm b = NULL;
+    HcclComm c = NULL;
+    char *R = m.R;
+    size_t g = m.g;
+    fails += mr_comm(&env, s->slot[0], &b);
+    /* Registered once, through a: b runs zero-copy on it. */
+    ZT_EXPECT_RC(&env, HcclCommSetMemoryRange(a, R, 4 * g, 0, 1), HCCL_SUCCESS, "set on a");
+    ZT_EXPECT_RC(&env, HcclCommSetMemoryRange(b, R, 4 * g, 0, 1), HCCL_E_PARA,
+                 "set again on b (already visible there)");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(a, R, g, 0, m.h[0], 0), HCCL_SUCCESS, "b0");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(a, R + g, 2 * g, 0, m.h[1], 0), HCCL_SUCCESS,
+                 "b1");
+    fails += mr_op(&env, b, R + 100 * 4, R + g + 12, 70000, 1, __LINE__);
+    fails += mr_op(&env, a, R + 100 * 4, R + g + 12, 70000, 1, __LINE__);
+    /* A communicator created afterwards sees them too. */
+    fails += mr_comm(&env, s->slot[1], &c);
+    fails += mr_op(&env, c, R + 8, R + 2 * g + 8, 300000, 1, __LINE__);
+    /* Activated through c, deactivated through b: gone from all. */
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(c, R + 3 * g, g, 0, m.h[2], 0), HCCL_SUCCESS,
+                 "b2 on c");
+    fails += mr_op(&env, a, R + 3 * g, R + 8, 1000, 1, __LINE__);
+    ZT_EXPECT_RC(&env, HcclCommDeactivateCommMemory(b, R + g), HCCL_SUCCESS, "b1 off via b");
+    fails += mr_op(&env, a, R + g + 64, R + 64, 1000, 0, __LINE__);
+    fails += mr_op(&env, c, R + g + 64, R + 64, 1000, 0, __LINE__);
+    /* The registering comm goes; the others keep the range. */
+    ZT_EXPECT_RC(&env, HcclCommDestroy(a), HCCL_SUCCESS, "destroy a");
+    env.comm = NULL;
+    fails += mr_op(&env, b, R + 3 * g + 64, R + 64, 5000, 1, __LINE__);
+    ZT_EXPECT_RC(&env, HcclCommUnsetMemoryRange(c, R), HCCL_E_PARA, "unset with active blocks");
+    ZT_EXPECT_RC(&env, HcclCommDeactivateCommMemory(c, R), HCCL_SUCCESS, "b0 off");
+    ZT_EXPECT_RC(&env, HcclCommDeactivateCommMemory(c, R + 3 * g), HCCL_SUCCESS, "b2 off");
+    ZT_EXPECT_RC(&env, HcclCommUnsetMemoryRange(b, R), HCCL_SUCCESS, "unset via b");
+    ZT_EXPECT_RC(&env, HcclCommDestroy(b), HCCL_SUCCESS, "destroy b");
+    ZT_EXPECT_RC(&env, HcclCommDestroy(c), HCCL_SUCCESS, "destroy c");
+    if (mr_mem_close(&m) != 0 || zt_env_close(&env) != 0) {
+        fails++;
+    }
+    return fails;
+}
+
+static void test_every_comm(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (int n = 2; n <= 3; n++) {
+        mr_slots_t s = {{zt_root_slot_create(), zt_root_slot_create()}};
+        assert_non_null(s.slot[0]);
+        assert_non_null(s.slot[1]);
+        failed += zt_launch_procs(n, rank_every_comm, &s, 120);
+        zt_root_slot_destroy(s.slot[0]);
+        zt_root_slot_destroy(s.slot[1]);
+    }
+    assert_int_equal(failed, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_handles_and_chunks),
+        cmocka_unit_test(test_every_comm),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
