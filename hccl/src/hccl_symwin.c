@@ -161,19 +161,26 @@ ZC_EXPORT HcclResult HcclCommSymWinRegister(HcclComm comm, void *addr, uint64_t 
                                             HcclCommSymWindow *winHandle, uint32_t flag)
 {
     ZH_COMM_OR_RETURN(c, comm);
+    /* A local refusal still takes part in the agreement, so the other ranks
+     * fail at once instead of waiting for this one. */
+    HcclResult pre = HCCL_SUCCESS;
     if (addr == NULL || winHandle == NULL) {
-        ZC_WARN(ZC_SUB_ZCOPY, "%s: addr %p or winHandle %p is NULL", __func__, addr,
-                (void *)winHandle);
-        return HCCL_E_PTR;
-    }
-    if (flag != HCCL_WIN_COLL_SYMMETRIC) {
-        ZC_WARN(ZC_SUB_ZCOPY, "%s: flag %u: only HCCL_WIN_COLL_SYMMETRIC (1) is supported",
-                __func__, flag);
-        return flag == HCCL_WIN_DEFAULT ? HCCL_E_NOT_SUPPORT : HCCL_E_PARA;
+        ZC_WARN(ZC_SUB_ZCOPY, "rank %d: %s: addr %p or winHandle %p is NULL", c->rank, __func__,
+                addr, (void *)winHandle);
+        pre = HCCL_E_PTR;
+    } else if (flag != HCCL_WIN_COLL_SYMMETRIC) {
+        ZC_WARN(ZC_SUB_ZCOPY,
+                "rank %d: %s: flag %u: only HCCL_WIN_COLL_SYMMETRIC (1) is "
+                "supported",
+                c->rank, __func__, flag);
+        pre = flag == HCCL_WIN_DEFAULT ? HCCL_E_NOT_SUPPORT : HCCL_E_PARA;
     }
     uint64_t wsize = 0;
-    int local = zh_symwin_check(c, addr, size, &wsize);
+    int local = pre != HCCL_SUCCESS ? ZC_ERR_INVAL : zh_symwin_check(c, addr, size, &wsize);
     int st = zh_symwin_agree(c, local, size, wsize);
+    if (pre != HCCL_SUCCESS) {
+        return pre;
+    }
     if (st != ZC_OK) {
         return zh_result(st);
     }

@@ -106,6 +106,13 @@ static int rank_symwin(int rank, int nranks, const HcclRootInfo *root, void *arg
                  "more than the physical allocation");
     ZT_EXPECT_RC(&env, HcclCommSymWinRegister(cm, W + 3 * g + 4096, 4096, &got, 1), HCCL_E_PARA,
                  "not the start of an allocation");
+    if (nranks > 1) {
+        /* The other ranks refuse flag 7 locally; rank 0 learns it at once. */
+        ZT_EXPECT_RC(&env, HcclCommSymWinRegister(cm, W + 3 * g, 4096, &got, rank == 0 ? 1 : 7),
+                     HCCL_E_PARA, "flag 7 on the other ranks");
+        ZT_EXPECT_RC(&env, HcclCommSymWinRegister(cm, W + 3 * g, 4096, rank == 0 ? &got : NULL, 1),
+                     rank == 0 ? HCCL_E_PARA : HCCL_E_PTR, "NULL winHandle on the other ranks");
+    }
     ZT_EXPECT_RC(&env, HcclCommSymWinRegister(cm, W + 3 * g, 4096, &got, 0), HCCL_E_NOT_SUPPORT,
                  "flag 0");
     /* Deregistered: the memory is plain again (buffered). */

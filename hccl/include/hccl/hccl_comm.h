@@ -9,11 +9,15 @@
  * (hccl.h) are issued on a stream; HcclCommDestroy() releases everything.
  *
  * Zero-copy memory: all ranks call HcclCommSetMemoryRange() together to tell
- * the communicator which virtual range (reserved with aclrtReserveMemAddress)
- * may carry user buffers; HcclCommActivateCommMemory() then binds a physical
- * allocation mapped inside that range. An operation whose input and output
- * lie wholly in activated memory on every rank moves data directly between
- * ranks' buffers; any other operation uses the internal CCL buffer.
+ * the library which virtual range (reserved with aclrtReserveMemAddress) may
+ * carry user buffers; HcclCommActivateCommMemory() then binds each physical
+ * allocation mapped inside that range. As in CANN, ranges and activated
+ * blocks are visible to every communicator of the process, whichever one
+ * they were set through. An operation whose input and output lie wholly in
+ * activated memory on every rank (one block or several adjacent blocks of one
+ * range) moves data directly between ranks' buffers; any other operation
+ * uses the internal CCL buffer. Symmetric windows (HcclCommSymWinRegister)
+ * are a range and an activated block made in one collective call.
  *
  * Unlike CANN this header does not declare the functions weak: a program that
  * uses them must link libhccl, and a missing library is a link error.
@@ -35,12 +39,24 @@ extern "C" {
 /**
  * @brief Create this rank's communicator from a rank-table JSON file.
  *
- * @param clusterInfo path of the rank table describing every rank.
- * @param rank this process's rank id in the table.
+ * Both CANN layouts are read: version 1.x ("server_list" of servers with a
+ * "device" list of {device_id, rank_id}) and version 2.0 ("rank_list" of
+ * {rank_id, device_id, ...}). The table must describe this one host (one
+ * server; a server_id or host_ip written as an IP must be one of this host's
+ * addresses). The calling thread's device becomes the table's device_id.
+ * Ranks start independently with only the path and their rank: the table's
+ * rank 0 serves the bootstrap through a local socket named after the file's
+ * contents and the user, which the others wait for up to HCCL_CONNECT_TIMEOUT.
+ *
+ * @param clusterInfo path of the rank table describing every rank (< 4096 bytes).
+ * @param rank this process's rank_id in the table.
  * @param comm receives the new communicator on success.
  * @return HCCL_SUCCESS; HCCL_E_PTR if an argument is NULL; HCCL_E_PARA if the
- *         table is malformed or @p rank is not in it; HCCL_E_OPEN_FILE_FAILURE
- *         if the file cannot be read; HCCL_E_TIMEOUT if peers do not join.
+ *         table is malformed (one log line names the file, field and value),
+ *         describes another host, or @p rank is not in it;
+ *         HCCL_E_OPEN_FILE_FAILURE if the file cannot be read; HCCL_E_UNAVAIL
+ *         if rank 0 cannot serve the bootstrap socket (the same table is in
+ *         use); HCCL_E_TIMEOUT if rank 0 or the peers do not come in time.
  */
 HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm);
 
@@ -268,16 +284,21 @@ HcclResult HcclCommResume(HcclComm comm);
 /**
  * @brief Declare a reserved virtual range that may hold zero-copy buffers.
  *
- * All ranks call it together. Ranges of one communicator must not overlap.
+ * The first call on a communicator is collective (all its ranks call it
+ * together); later calls are local. The range is visible to every
+ * communicator of the process: set it once. Ranges must not overlap.
  *
  * @param comm the communicator.
- * @param baseVirPtr start of a range reserved with aclrtReserveMemAddress().
- * @param size length of the range in bytes, non-zero.
- * @param alignment must be 0.
- * @param flags must be 0.
+ * @param baseVirPtr page-aligned start, inside one reservation made with
+ *        aclrtReserveMemAddress().
+ * @param size length of the range in bytes, non-zero, inside that reservation.
+ * @param alignment reserved: a non-zero value is logged (info) and ignored.
+ * @param flags reserved: a non-zero value (frameworks pass 1) is logged
+ *        (info) and ignored.
  * @return HCCL_SUCCESS; HCCL_E_PTR if @p comm or @p baseVirPtr is NULL;
- *         HCCL_E_PARA for a zero size, non-zero alignment or flags, or an
- *         overlap with a range already set.
+ *         HCCL_E_PARA for a zero size, a size that wraps the address space, an
+ *         unaligned base, memory that is not one reservation (malloc(),
+ *         aclrtMalloc()), or an overlap with a range already set.
  */
 HcclResult HcclCommSetMemoryRange(HcclComm comm, void *baseVirPtr, size_t size, size_t alignment,
                                   uint64_t flags);
@@ -295,15 +316,22 @@ HcclResult HcclCommUnsetMemoryRange(HcclComm comm, void *baseVirPtr);
 /**
  * @brief Activate a mapped physical allocation for zero-copy transfers.
  *
+ * The block is active for every communicator of the process. Blocks may be
+ * activated one at a time as a pool grows: a buffer spanning adjacent active
+ * blocks of one range is zero-copy.
+ *
  * @param comm the communicator.
  * @param virPtr start of the block, inside a range already set.
  * @param size length of the block in bytes, non-zero.
  * @param offset must be 0.
- * @param handle the physical allocation mapped at @p virPtr.
+ * @param handle the physical allocation aclrtMapMem() mapped at @p virPtr,
+ *        from the allocation's start, covering @p size bytes.
  * @param flags must be 0.
  * @return HCCL_SUCCESS; HCCL_E_PTR for a NULL pointer or handle; HCCL_E_PARA
  *         if the block is not wholly inside a set range, overlaps an active
- *         block, or @p offset or @p flags is non-zero.
+ *         block, @p offset or @p flags is non-zero, or @p handle is not the
+ *         allocation mapped at @p virPtr (another block's handle, or the right
+ *         handle at an address that is not the start of its mapping).
  */
 HcclResult HcclCommActivateCommMemory(HcclComm comm, void *virPtr, size_t size, size_t offset,
                                       aclrtDrvMemHandle handle, uint64_t flags);
@@ -335,24 +363,34 @@ HcclResult HcclGroupStart(void);
 HcclResult HcclGroupEnd(void);
 
 /**
- * @brief Register memory as the communicator's symmetric window.
+ * @brief Register memory as a symmetric window of the communicator.
  *
- * All ranks call it together with the same @p size.
+ * All ranks call it together with the same @p size; the window is the whole
+ * physical allocation mapped at @p addr (its size is that allocation's) and
+ * takes the next offset of the per-rank symmetric heap, the same on every
+ * rank. Collectives whose buffers lie in windows run zero-copy.
  *
  * @param comm the communicator.
- * @param addr start of the memory, a mapped physical allocation.
- * @param size length in bytes, non-zero and at most the per-rank symmetric
- *        heap (HcclCommConfig.hcclSymWinMaxMemSizePerRank).
+ * @param addr start of a physical allocation mapped with aclrtMapMem() in a
+ *        reservation.
+ * @param size bytes, non-zero, at most the allocation and the per-rank heap
+ *        (HcclCommConfig.hcclSymWinMaxMemSizePerRank GB, default 16).
  * @param winHandle receives the window handle.
- * @param flag HCCL_WIN_COLL_SYMMETRIC.
- * @return HCCL_SUCCESS; HCCL_E_PTR if a pointer is NULL; HCCL_E_PARA for a
- *         zero or too large size; HCCL_E_NOT_SUPPORT for another flag.
+ * @param flag HCCL_WIN_COLL_SYMMETRIC (1).
+ * @return HCCL_SUCCESS; HCCL_E_PTR if a pointer is NULL; HCCL_E_PARA on every
+ *         rank when any rank's arguments are wrong or the sizes or heap
+ *         offsets differ between ranks, and for a flag other than 0 and 1;
+ *         HCCL_E_NOT_SUPPORT for HCCL_WIN_DEFAULT (0).
  */
 HcclResult HcclCommSymWinRegister(HcclComm comm, void *addr, uint64_t size,
                                   HcclCommSymWindow *winHandle, uint32_t flag);
 
 /**
  * @brief Deregister a window made by HcclCommSymWinRegister().
+ *
+ * Local (not collective). The window's block and range are withdrawn
+ * unless the caller had set them up itself; HcclCommDestroy() deregisters
+ * the windows left.
  *
  * @param winHandle the window; invalid after the call.
  * @return HCCL_SUCCESS; HCCL_E_PTR if @p winHandle is NULL; HCCL_E_NOT_FOUND
