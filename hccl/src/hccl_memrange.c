@@ -46,6 +46,25 @@ typedef struct {
 } zh_pm_t;
 
 static zh_pm_t zh_pm = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static pthread_once_t zh_pm_once = PTHREAD_ONCE_INIT;
+
+/* A child forked while another thread held the table lock must not inherit
+ * it locked (its communicators are unusable, but destroying them must not
+ * hang). */
+static void zh_pm_fork_prepare(void)
+{
+    pthread_mutex_lock(&zh_pm.lock);
+}
+
+static void zh_pm_fork_release(void)
+{
+    pthread_mutex_unlock(&zh_pm.lock);
+}
+
+static void zh_pm_init(void)
+{
+    (void)pthread_atfork(zh_pm_fork_prepare, zh_pm_fork_release, zh_pm_fork_release);
+}
 
 static int zh_overlap(uint64_t a, uint64_t an, uint64_t b, uint64_t bn)
 {
@@ -121,6 +140,7 @@ static int zh_pm_allow(zh_comm_t *c, int k)
 int zh_mem_attach(zh_comm_t *c)
 {
     int st = ZC_OK;
+    pthread_once(&zh_pm_once, zh_pm_init);
     pthread_mutex_lock(&zh_pm.lock);
     if (zh_pm.ncomms == ZH_PM_MAX_COMMS) {
         st = ZC_ERR_OVERLIMIT;

@@ -338,6 +338,47 @@ static void test_timeout(void **state)
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* Two rank 0s of one table at once (the same job started twice): the second
+ * cannot serve the rendezvous and says so at once; the first times out. */
+static void test_busy(void **state)
+{
+    (void)state;
+    const char *path = rt_write("busy.json", rt_good_v1(2));
+    pid_t pid[2];
+    for (int i = 0; i < 2; i++) {
+        pid[i] = fork();
+        if (pid[i] == 0) {
+            setenv("HCCL_CONNECT_TIMEOUT", "2", 1);
+            if (i == 1) {
+                usleep(500000); /* let the first one bind */
+            }
+            long mark = rt_mark();
+            HcclComm comm = NULL;
+            struct timespec a, b;
+            clock_gettime(CLOCK_MONOTONIC, &a);
+            HcclResult r = HcclCommInitClusterInfo(path, 0, &comm);
+            clock_gettime(CLOCK_MONOTONIC, &b);
+            double dt = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+            char *log = rt_since(mark);
+            int ok = i == 0 ? r == HCCL_E_TIMEOUT
+                            : r == HCCL_E_UNAVAIL && dt < 1.0 &&
+                                  strstr(log, "cannot serve the rendezvous socket") != NULL;
+            printf("rank 0 #%d of one table: code %d after %.2f s\n", i + 1, (int)r, dt);
+            fflush(stdout);
+            if (!ok) {
+                fprintf(stderr, "busy case %d: got %d after %.2f s, log: %s", i, (int)r, dt, log);
+            }
+            free(log);
+            _exit(ok ? 0 : 1);
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        int status = 0;
+        assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+}
+
 int main(void)
 {
     const char *tmp = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
@@ -350,7 +391,9 @@ int main(void)
     setenv("ZCCL_LOG_LEVEL", "warn", 1);
     setenv("ZCCL_DEVICES", "8", 1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_timeout), /* first: its child sets the timeout before any init */
+        /* first: their children set the timeout before the library reads it */
+        cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_busy),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_good_tables),
     };
