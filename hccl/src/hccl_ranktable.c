@@ -88,7 +88,8 @@ static int zh_rt_uint(zh_rt_t *t, json_object *o, const char *field, const char 
         return ZC_OK;
     }
     const char *s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
-    if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 0) {
+    if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 0 &&
+        json_object_get_int64(v) <= INT32_MAX) {
         *out = json_object_get_int64(v);
         return ZC_OK;
     }

@@ -173,6 +173,9 @@ static void test_good_tables(void **state)
         rt_run_t v2 = {rt_write(name, rt_good_v2(n)), 1};
         failed += zt_launch_procs(n, rank_good, &v2, 120);
     }
+    /* Ranks as threads of one process, each with the path and its rank. */
+    rt_run_t th = {rt_write("good_v2_threads.json", rt_good_v2(3)), 0};
+    failed += zt_launch_threads(3, rank_good, &th);
     assert_int_equal(failed, 0);
 }
 
@@ -225,6 +228,8 @@ static const rt_bad_t rt_bad[] = {
      "field server_list[0].device[0].rank_id: value \"abc\" is not a non-negative integer"},
     {"rank_id_negative", V1_ONE("{\"device_id\": \"0\", \"rank_id\": -1}"), 0, HCCL_E_PARA,
      "field server_list[0].device[0].rank_id: value -1 is not a non-negative integer"},
+    {"rank_id_huge", V1_ONE("{\"device_id\": \"0\", \"rank_id\": 99999999999}"), 0, HCCL_E_PARA,
+     "field server_list[0].device[0].rank_id: value 99999999999 is not a non-negative integer"},
     {"device_id_float", V1_ONE("{\"device_id\": 0.5, \"rank_id\": \"0\"}"), 0, HCCL_E_PARA,
      "field server_list[0].device[0].device_id: value 0.5 is not a non-negative integer"},
     {"duplicate_rank", V1_ONE(V1_DEV(0, 0) ", " V1_DEV(1, 0)), 0, HCCL_E_PARA,
