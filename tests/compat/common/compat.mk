@@ -21,7 +21,16 @@ else
 COMPILE = $(MPICC) $(CFLAGS)
 endif
 
+# make test [N=ranks]: run it the way the samples' Makefiles do (the ctest
+# driver, run.sh, adds the rank counts and the checks).
+N ?= 8
+MPIRUN ?= $(if $(MPI_HOME),$(MPI_HOME)/bin/mpirun,mpirun)
+RUN ?= $(MPIRUN) -n $(N) ./$(TARGET)
+
 all: $(TARGET)
+
+test: $(TARGET)
+	LD_LIBRARY_PATH=$(ASCEND_HOME_PATH)/lib64:$$LD_LIBRARY_PATH $(RUN)
 
 $(TARGET): $(SRC) ../common/compat.h ../common/compat_mpi.h
 	$(COMPILE) $(SRC) $(INCS) $(LIBS) -o $@
@@ -29,4 +38,4 @@ $(TARGET): $(SRC) ../common/compat.h ../common/compat_mpi.h
 clean:
 	rm -f $(TARGET)
 
-.PHONY: all clean
+.PHONY: all clean test
