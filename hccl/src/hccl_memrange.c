@@ -9,9 +9,9 @@
  * communicator is created. So a framework with several process groups
  * registers its pool once, and ops on every group see the same blocks.
  *
- * Who exports: one broker offer per block, made the first time a
- * communicator with cross-process peers exists; every such peer's pid (of
- * every communicator, present or created later) is on its allow list.
+ * Who exports: one broker offer per block, made at activation; every
+ * cross-process peer's pid (of every communicator, present or created later)
+ * is on its allow list.
  * Who maps: each peer, per communicator, in its shadow windows of our ranges
  * (hccl_memwin.c), from the copy of the table in that communicator's segment.
  * Lifetime: Deactivate withdraws the offer (peers drop their mapping at their
@@ -107,7 +107,7 @@ static void zh_pm_sort(void)
     zh_pm.nsorted = n;
 }
 
-/* Let c's cross-process peers fetch block k (offering it first if needed). */
+/* Let c's cross-process peers fetch block k (offered at activation). */
 static int zh_pm_allow(zh_comm_t *c, int k)
 {
     int32_t pids[ZH_MAX_RANKS];
@@ -117,24 +117,7 @@ static int zh_pm_allow(zh_comm_t *c, int k)
             pids[n++] = c->peers[r].pid;
         }
     }
-    if (n == 0) {
-        return ZC_OK;
-    }
-    zh_region_t *g = &zh_pm.regions[k];
-    if (g->token == 0) {
-        int fd = -1;
-        size_t hsize = 0;
-        int st = zccl_phys_fd(zh_pm.handle[k], &fd, &hsize);
-        if (st == ZC_OK) {
-            st = zccl_broker_offer(fd, hsize, 1, &g->token);
-        }
-        if (st != ZC_OK) {
-            ZC_WARN(ZC_SUB_ZCOPY, "rank %d: cannot offer block %p to peers", c->rank,
-                    (void *)(uintptr_t)g->va);
-            return st;
-        }
-    }
-    return zccl_broker_allow(g->token, pids, n);
+    return n == 0 ? ZC_OK : zccl_broker_allow(zh_pm.regions[k].token, pids, n);
 }
 
 int zh_mem_attach(zh_comm_t *c)
@@ -412,6 +395,15 @@ int zh_mem_activate(zh_comm_t *c, void *va, size_t size, size_t offset, void *ha
         g->token = 0;
         g->range = (uint32_t)range;
         zh_pm.handle[slot] = handle;
+        /* Offered now, while the handle is surely alive: a communicator
+         * created later (after the caller released the handle, which the
+         * mapping keeps alive) only extends the allow list. */
+        int fd = -1;
+        size_t hsize = 0;
+        st = zccl_phys_fd(handle, &fd, &hsize);
+        if (st == ZC_OK) {
+            st = zccl_broker_offer(fd, hsize, 1, &g->token);
+        }
         for (int i = 0; i < zh_pm.ncomms && st == ZC_OK; i++) {
             st = zh_pm_allow(zh_pm.comms[i], slot);
         }
