@@ -14,7 +14,7 @@
  *    2 s read timeout, no more). Finally, a hello that carries the right
  *    unique id but an impossible rank must fail the whole rendezvous at once
  *    (HCCL_E_PARA for the real ranks, no wait for the connect timeout).
- *  - the broker of this process ("\0zccl-broker-<pid>", SOCK_SEQPACKET):
+ *  - the broker of this process ("\0zccl-broker-<pid>-<nonce>", SOCK_SEQPACKET):
  *    FZ_BROKER_ITERS connections send random bytes, random 16-byte requests,
  *    valid headers with random tokens, wrong versions or ops, truncated or
  *    oversized copies of a valid request for a real offer, valid requests
@@ -333,6 +333,9 @@ typedef struct {
     int expect_fd;  /* a valid request for it was sent */
 } fz_req_t;
 
+/* A token of this process's broker: it names the broker's socket. */
+static uint64_t fz_broker_token;
+
 static int fz_broker_connect(void)
 {
     int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -342,11 +345,12 @@ static int fz_broker_connect(void)
     struct timeval tv = {5, 0};
     setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    /* The broker's abstract name: "\0zccl-broker-<pid>", no trailing NUL. */
+    /* The broker's abstract name: "\0zccl-broker-<pid>-<nonce>", no trailing NUL. */
     struct sockaddr_un addr;
     memset(&addr, 0, sizeof(addr));
     addr.sun_family = AF_UNIX;
-    int k = snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1, "zccl-broker-%d", (int)getpid());
+    int k = snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1, "zccl-broker-%d-%05x",
+                     (int)getpid(), (unsigned)zccl_broker_token_nonce(fz_broker_token));
     socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)k);
     if (connect(s, (struct sockaddr *)&addr, len) != 0) {
         close(s);
@@ -543,6 +547,7 @@ static void test_broker_fuzz(void **state)
     assert_int_equal(pwrite(seg, want, sizeof(want), 0), (ssize_t)sizeof(want));
     uint64_t token = 0;
     assert_int_equal(zccl_broker_offer(seg, FZ_SEG, 0, &token), ZC_OK);
+    fz_broker_token = token;
     /* A physical allocation exported to anyone of this uid. */
     aclrtPhysicalMemProp prop;
     memset(&prop, 0, sizeof(prop));
