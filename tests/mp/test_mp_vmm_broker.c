@@ -125,8 +125,8 @@ static int kid_garbage(int sock, void *arg)
     char junk[100];
     memset(junk, 0xab, sizeof(junk));
     ZT_KCHECK(raw_exchange(m.token, junk, sizeof(vmm_broker_req_t)) == ZC_ERR_INVAL); /* magic */
-    ZT_KCHECK(raw_exchange(m.token, junk, 3) == ZC_ERR_INVAL);                        /* truncated */
-    ZT_KCHECK(raw_exchange(m.token, junk, sizeof(junk)) == ZC_ERR_INVAL);             /* oversized */
+    ZT_KCHECK(raw_exchange(m.token, junk, 3) == ZC_ERR_INVAL);            /* truncated */
+    ZT_KCHECK(raw_exchange(m.token, junk, sizeof(junk)) == ZC_ERR_INVAL); /* oversized */
     vmm_broker_req_t req = {.magic = VMM_BROKER_MAGIC,
                             .version = VMM_BROKER_VERSION,
                             .op = VMM_BROKER_OP_FETCH,
