@@ -45,7 +45,7 @@
 /* An attempt that may be repeated (the root dropped us without a word). */
 #define ZH_RETRY 1
 /* How long a closed connection waits for the root's pidfd to say it died. */
-#define ZH_DEATH_GRACE_MS 500
+#define ZH_DEATH_GRACE_MS 200
 
 struct zh_boot {
     int fd;
