@@ -329,6 +329,8 @@ static int vmm_broker_wait_ms(const vmm_client_t *cl, int ncl)
     return first <= now ? 0 : (int)((first - now) / 1000000ull) + 1;
 }
 
+static unsigned vmm_broker_silent; /* silent clients dropped, for rate-limited logs */
+
 static void *vmm_broker_main(void *arg)
 {
     int lfd = (int)(intptr_t)arg;
@@ -356,8 +358,11 @@ static void *vmm_broker_main(void *arg)
             if (ev != 0) {
                 vmm_broker_serve(cl[i].fd, cl[i].pid);
             } else if (now >= cl[i].deadline) {
-                ZC_WARN(ZC_SUB_BROKER, "broker: no request from pid %d within %d ms, dropped",
-                        (int)cl[i].pid, VMM_BROKER_REQ_MS);
+                /* Log the first few; a flood must not flood the log too. */
+                if (vmm_broker_silent++ < 4) {
+                    ZC_WARN(ZC_SUB_BROKER, "broker: no request from pid %d within %d ms, dropped",
+                            (int)cl[i].pid, VMM_BROKER_REQ_MS);
+                }
             } else {
                 cl[kept++] = cl[i];
                 continue;
