@@ -160,7 +160,13 @@ static void zh_srv_accept(zh_server_t *s)
         } else if (uid != (uint32_t)getuid()) {
             why = "of another uid";
         } else if (s->npend == ZH_MAX_PENDING) {
-            why = "beyond the pending limit";
+            /* Closed without a word: a real rank takes that as "try again". */
+            if (s->dropped++ < 4) {
+                ZC_WARN(ZC_SUB_BOOT, "root: %d connections owe a hello; one more dropped",
+                        ZH_MAX_PENDING);
+            }
+            close(fd);
+            continue;
         }
         if (why != NULL) {
             if (s->dropped++ < 4) {
