@@ -11,7 +11,9 @@
  * already waiting (asleep on a futex) when it goes; for the "mid" phases it
  * queues the ops, lets them start and dies while they run; for init it dies
  * before joining, or at some point inside HcclCommInitRootInfo (a helper
- * thread runs init while the main thread dies after a delay).
+ * thread runs init while the main thread dies after a delay; in the "late"
+ * cases one survivor starts its init only after the death, so the victim,
+ * root or not, surely died inside the join).
  *
  * What a survivor checks (the victim records CLOCK_MONOTONIC just before it
  * raises the signal, in memory shared by all ranks):
@@ -107,7 +109,9 @@ typedef struct {
     int victim;
     int sig;
     int init_delay_ms; /* FK_INIT_MID: delay before the victim dies */
-    int too_late;      /* a MID victim found its ops complete already */
+    int late_rank;     /* FK_INIT_MID: this rank starts its init late_ms late (-1: none) */
+    int late_ms;
+    int too_late; /* a MID victim found its ops complete already */
     atomic_ullong death_ns;
     fk_result_t res[FK_NRANKS];
 } fk_shared_t;
@@ -426,6 +430,9 @@ static int fk_init(fk_shared_t *sh, fk_rank_t *r, const HcclRootInfo *root, fk_r
         fk_sleep_ms(sh->init_delay_ms);
         fk_die(sh);
     }
+    if (sh->phase == FK_INIT_MID && r->rank == sh->late_rank) {
+        fk_sleep_ms(sh->late_ms); /* so the victim surely joined, and died, first */
+    }
     uint64_t t0 = fk_now_ns();
     HcclResult h = HcclCommInitRootInfo(FK_NRANKS, root, (uint32_t)r->rank, &r->comm);
     uint64_t t1 = fk_now_ns();
@@ -525,7 +532,8 @@ static int fk_rank_main(int rank, int nranks, const HcclRootInfo *root, void *ar
 }
 
 /* Run one case and print its figures; returns failed survivors. */
-static int fk_run(int phase, int victim, int sig, int init_delay_ms)
+static int fk_run_late(int phase, int victim, int sig, int init_delay_ms, int late_rank,
+                       int late_ms)
 {
     fk_shared_t *sh =
         mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -535,6 +543,8 @@ static int fk_run(int phase, int victim, int sig, int init_delay_ms)
     sh->victim = victim;
     sh->sig = sig;
     sh->init_delay_ms = init_delay_ms;
+    sh->late_rank = late_rank;
+    sh->late_ms = late_ms;
     atomic_init(&sh->death_ns, 0);
     int failed = zt_launch_procs(FK_NRANKS, fk_rank_main, sh, FK_LAUNCH_TIMEOUT_S);
     int bad = 0;
@@ -567,6 +577,11 @@ static int fk_run(int phase, int victim, int sig, int init_delay_ms)
     return failed - 1 + bad;
 }
 
+static int fk_run(int phase, int victim, int sig, int init_delay_ms)
+{
+    return fk_run_late(phase, victim, sig, init_delay_ms, -1, 0);
+}
+
 static void test_kill_init_nojoin(void **state)
 {
     (void)state;
@@ -586,9 +601,13 @@ static void test_kill_init_mid(void **state)
     for (int i = 0; i < 3; i++) {
         assert_int_equal(fk_run(FK_INIT_MID, 1, SIGKILL, delays[i]), 0);
     }
-    /* The root's process itself, while its own init runs. */
+    /* A rank that joined and died while another had not come yet: rank 0
+     * waits in the join, rank 2 comes 300 ms after the death. */
+    assert_int_equal(fk_run_late(FK_INIT_MID, 1, SIGKILL, 100, 2, 400), 0);
+    /* The root's process itself, while its own init runs: at some point,
+     * and surely inside the join (rank 2 comes 300 ms after the death). */
     assert_int_equal(fk_run(FK_INIT_MID, 0, SIGKILL, 8), 0);
-    assert_int_equal(fk_run(FK_INIT_MID, 0, SIGKILL, 25), 0);
+    assert_int_equal(fk_run_late(FK_INIT_MID, 0, SIGKILL, 100, 2, 400), 0);
 }
 
 /* ---- a root info used again --------------------------------------------------------- */
