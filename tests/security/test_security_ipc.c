@@ -5,10 +5,11 @@
  * exports the 1000 bytes at offset 4196 to a trusted importer (on the allow
  * list). The importer edits the key's offset and size fields (the whole
  * allocation, one byte more, 100 bytes earlier, offset 0 with the right
- * size): every edited key must be refused with ACL_ERROR_INVALID_PARAM; the
- * exact key imports, shows the exported bytes, and is mapped over the one
- * page the range touches (checked in /proc/self/maps). Then the exporter
- * frees the block without closing the key: a new import must fail with
+ * size): every edited key must be refused with ACL_ERROR_INVALID_PARAM (by
+ * the exporter's broker: no fd is handed out), and so must a plain broker
+ * fetch of the key's token that bypasses the IPC calls; the exact key imports, shows the exported
+ * bytes, and is mapped over the one page the range touches (checked in /proc/self/maps). Then the
+ * exporter frees the block without closing the key: a new import must fail with
  * ACL_ERROR_RT_IPC_ERROR, the importer's earlier mapping keeps its bytes,
  * SetImportPid on the key is refused, and aclrtIpcMemClose still succeeds.
  */
@@ -18,6 +19,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "zc/status.h"
+#include "zccl/vmm_ext.h"
 #include "zs_common.h"
 
 #define ZS_BLOCK 65536
@@ -61,6 +64,7 @@ static size_t zs_map_len(const void *p)
 
 typedef struct {
     int32_t edited[4]; /* codes of the four edited keys */
+    int32_t raw_fetch; /* a plain broker fetch of the key's token (the whole fd) */
     int32_t exact;
     int32_t content_ok;
     int64_t map_len;
@@ -84,6 +88,13 @@ static int zs_importer_kid(int sock, void *arg)
         void *p = NULL;
         rep.edited[i] = (int32_t)aclrtIpcMemImportByKey(&p, bad, 0);
     }
+    /* Bypassing the library: ask the broker for the whole fd of the token. */
+    unsigned long long token = 0;
+    ZT_KCHECK(sscanf(key, "zccl-ipc:%16llx:", &token) == 1);
+    int rfd = -1;
+    size_t rsize = 0;
+    rep.raw_fetch = zccl_broker_fetch(token, &rfd, &rsize);
+    ZT_KCHECK(rfd == -1);
     unsigned char *p = NULL;
     rep.exact = (int32_t)aclrtIpcMemImportByKey((void **)&p, key, 0);
     if (rep.exact == ACL_SUCCESS) {
@@ -138,15 +149,17 @@ static void test_ipc_range_and_free(void **state)
     aclError setpid = aclrtIpcMemSetImportPid(key, &pid, 1);
     aclError close_rc = aclrtIpcMemClose(key);
     printf("ipc: exported %d bytes at offset %d of a %d-byte block; edited keys -> %d %d %d %d; "
+           "plain broker fetch of its token -> %d; "
            "exact key -> %d (content %s, mapped %lld bytes); after aclrtFree: import -> %d, "
            "earlier mapping %s, SetImportPid -> %d, Close -> %d\n",
            ZS_SIZE, ZS_OFF, ZS_BLOCK, r1.edited[0], r1.edited[1], r1.edited[2], r1.edited[3],
-           r1.exact, r1.content_ok ? "ok" : "WRONG", (long long)r1.map_len, r2.after_free,
-           r2.kept_ok ? "intact" : "WRONG", (int)setpid, (int)close_rc);
+           r1.raw_fetch, r1.exact, r1.content_ok ? "ok" : "WRONG", (long long)r1.map_len,
+           r2.after_free, r2.kept_ok ? "intact" : "WRONG", (int)setpid, (int)close_rc);
     fflush(stdout);
     for (int i = 0; i < 4; i++) {
         assert_int_equal(r1.edited[i], ACL_ERROR_INVALID_PARAM);
     }
+    assert_int_equal(r1.raw_fetch, ZC_ERR_INVAL);
     assert_int_equal(r1.exact, ACL_SUCCESS);
     assert_int_equal(r1.content_ok, 1);
     assert_int_equal(r1.map_len, 4096); /* [4196, 5196) lies in one page */

@@ -53,7 +53,8 @@ struct vmm_offer {
     uint64_t token;
     int fd;
     size_t size;
-    uint64_t off; /* the offered range */
+    int ranged; /* only FETCH_RANGE of exactly [off, off+len) gets it */
+    uint64_t off;
     uint64_t len;
     int validate;
     int32_t *pids;
@@ -197,8 +198,33 @@ static int vmm_broker_answer(int conn, int32_t status, const vmm_offer_t *o, int
     return n == (ssize_t)sizeof(resp) ? 0 : -1;
 }
 
+int vmm_offer_check_ask(int ranged, uint64_t off, uint64_t len, uint64_t token,
+                        const vmm_ask_t *ask, int32_t pid)
+{
+    if (!ranged && !ask->ranged) {
+        return ZC_OK;
+    }
+    if (ranged && ask->ranged && ask->off == off && ask->len == len) {
+        return ZC_OK;
+    }
+    if (!ranged) {
+        ZC_WARN(ZC_SUB_BROKER,
+                "broker: pid %d asked for bytes %llu+%llu of token 0x%016llx, "
+                "which offers a whole fd: refused",
+                (int)pid, (unsigned long long)ask->off, (unsigned long long)ask->len,
+                (unsigned long long)token);
+    } else {
+        ZC_WARN(ZC_SUB_BROKER,
+                "broker: pid %d asked for %s of token 0x%016llx, which offers "
+                "bytes %llu+%llu only: refused",
+                (int)pid, ask->ranged ? "another range" : "the whole fd", (unsigned long long)token,
+                (unsigned long long)off, (unsigned long long)len);
+    }
+    return ZC_ERR_INVAL;
+}
+
 /* Grant or refuse req from pid; answers on conn. */
-static void vmm_broker_grant(int conn, pid_t pid, const vmm_broker_req_t *req)
+static void vmm_broker_grant(int conn, pid_t pid, const vmm_broker_req_t *req, const vmm_ask_t *ask)
 {
     int32_t status = ZC_OK;
     int fd = -1;
@@ -210,6 +236,8 @@ static void vmm_broker_grant(int conn, pid_t pid, const vmm_broker_req_t *req)
         status = ZC_ERR_NOT_FOUND;
     } else if (!vmm_offer_allows(o, pid)) {
         status = ZC_ERR_PERM;
+    } else if (vmm_offer_check_ask(o->ranged, o->off, o->len, o->token, ask, pid) != ZC_OK) {
+        status = ZC_ERR_INVAL; /* logged */
     } else {
         /* Dup under the lock so a concurrent withdraw cannot close it first. */
         fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 0);
@@ -241,9 +269,9 @@ static void vmm_broker_grant(int conn, pid_t pid, const vmm_broker_req_t *req)
 /* Serve one readable client: one request, one answer. */
 static void vmm_broker_serve(int conn, pid_t pid)
 {
-    /* One byte more than a request, so an oversized message shows as such;
-     * no control buffer, so any fd a client sends us is discarded. */
-    char buf[sizeof(vmm_broker_req_t) + 1];
+    /* One byte more than the largest request, so an oversized message shows
+     * as such; no control buffer, so any fd a client sends us is discarded. */
+    char buf[sizeof(vmm_broker_range_req_t) + 1];
     struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
     ssize_t n;
@@ -255,22 +283,26 @@ static void vmm_broker_serve(int conn, pid_t pid)
         ZC_INFO(ZC_SUB_BROKER, "broker: pid %d hung up without a request", (int)pid);
         return;
     }
-    vmm_broker_req_t req;
-    memcpy(&req, buf, ZC_MIN((size_t)n, sizeof(req)));
-    if (n != (ssize_t)sizeof(req) || (msg.msg_flags & MSG_TRUNC) != 0) {
+    vmm_broker_range_req_t rr;
+    memset(&rr, 0, sizeof(rr));
+    memcpy(&rr, buf, ZC_MIN((size_t)n, sizeof(rr)));
+    const vmm_broker_req_t *req = &rr.head;
+    size_t want = req->op == VMM_BROKER_OP_FETCH_RANGE ? sizeof(rr) : sizeof(*req);
+    if (n != (ssize_t)want || (msg.msg_flags & MSG_TRUNC) != 0) {
         ZC_WARN(ZC_SUB_BROKER, "broker: refused pid %d: request of %zd bytes (want %zu)", (int)pid,
-                n, sizeof(req));
+                n, want);
         (void)vmm_broker_answer(conn, ZC_ERR_INVAL, NULL, -1);
         return;
     }
-    if (req.magic != VMM_BROKER_MAGIC || req.version != VMM_BROKER_VERSION ||
-        req.op != VMM_BROKER_OP_FETCH) {
+    if (req->magic != VMM_BROKER_MAGIC || req->version != VMM_BROKER_VERSION ||
+        (req->op != VMM_BROKER_OP_FETCH && req->op != VMM_BROKER_OP_FETCH_RANGE)) {
         ZC_WARN(ZC_SUB_BROKER, "broker: refused pid %d: magic 0x%08x version %u op %u", (int)pid,
-                req.magic, (unsigned)req.version, (unsigned)req.op);
+                req->magic, (unsigned)req->version, (unsigned)req->op);
         (void)vmm_broker_answer(conn, ZC_ERR_INVAL, NULL, -1);
         return;
     }
-    vmm_broker_grant(conn, pid, &req);
+    vmm_ask_t ask = {req->op == VMM_BROKER_OP_FETCH_RANGE, rr.offset, rr.length};
+    vmm_broker_grant(conn, pid, req, &ask);
 }
 
 typedef struct {
@@ -473,8 +505,8 @@ static int vmm_offer_serial(uint64_t *serial)
     }
 }
 
-int vmm_broker_offer_range(int fd, size_t fsize, uint64_t off, uint64_t len, int validate_pid,
-                           uint64_t *token)
+static int vmm_broker_offer_make(int fd, size_t fsize, int ranged, uint64_t off, uint64_t len,
+                                 int validate_pid, uint64_t *token)
 {
     if (token == NULL) {
         ZC_WARN(ZC_SUB_BROKER, "zccl_broker_offer: token is NULL");
@@ -497,6 +529,7 @@ int vmm_broker_offer_range(int fd, size_t fsize, uint64_t off, uint64_t len, int
         return errno == EBADF ? ZC_ERR_INVAL : ZC_ERR_SYS;
     }
     o->size = fsize;
+    o->ranged = ranged;
     o->off = off;
     o->len = len;
     o->validate = validate_pid != 0;
@@ -518,9 +551,15 @@ int vmm_broker_offer_range(int fd, size_t fsize, uint64_t off, uint64_t len, int
     return st;
 }
 
+int vmm_broker_offer_range(int fd, size_t fsize, uint64_t off, uint64_t len, int validate_pid,
+                           uint64_t *token)
+{
+    return vmm_broker_offer_make(fd, fsize, 1, off, len, validate_pid, token);
+}
+
 ZC_EXPORT int zccl_broker_offer(int fd, size_t size, int validate_pid, uint64_t *token)
 {
-    return vmm_broker_offer_range(fd, size, 0, size, validate_pid, token);
+    return vmm_broker_offer_make(fd, size, 0, 0, size, validate_pid, token);
 }
 
 ZC_EXPORT int zccl_broker_allow(uint64_t token, const int32_t *pids, size_t npids)
@@ -589,18 +628,20 @@ ZC_EXPORT int zccl_broker_withdraw(uint64_t token)
     return ZC_OK;
 }
 
-int vmm_broker_fetch_local(uint64_t token, int *fd, size_t *fsize, uint64_t *off, uint64_t *len)
+int vmm_broker_fetch_local(uint64_t token, const vmm_ask_t *ask, int *fd, size_t *fsize)
 {
     int st = ZC_OK;
     int nfd = -1;
-    vmm_offer_t copy;
+    size_t sz = 0;
     pthread_mutex_lock(&vmm_broker_mu);
     vmm_offer_t *o = vmm_offer_find(token);
     if (o == NULL) {
         st = ZC_ERR_NOT_FOUND;
+    } else if (vmm_offer_check_ask(o->ranged, o->off, o->len, token, ask, getpid()) != ZC_OK) {
+        st = ZC_ERR_INVAL; /* logged */
     } else {
         nfd = fcntl(o->fd, F_DUPFD_CLOEXEC, 0);
-        copy = *o;
+        sz = o->size;
         if (nfd < 0) {
             st = ZC_ERR_SYS;
         }
@@ -611,11 +652,9 @@ int vmm_broker_fetch_local(uint64_t token, int *fd, size_t *fsize, uint64_t *off
                 (unsigned long long)token, (int)getpid());
     } else if (st == ZC_ERR_SYS) {
         ZC_WARN(ZC_SUB_BROKER, "zccl_broker_fetch: dup failed (errno %d)", errno);
-    } else {
+    } else if (st == ZC_OK) {
         *fd = nfd;
-        *fsize = copy.size;
-        *off = copy.off;
-        *len = copy.len;
+        *fsize = sz;
     }
     return st;
 }

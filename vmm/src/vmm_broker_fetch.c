@@ -149,23 +149,28 @@ static int vmm_broker_read_answer(int s, int32_t pid, vmm_broker_resp_t *resp, i
 }
 
 /* One attempt: connect, ask, read the answer. */
-static int vmm_broker_attempt(uint64_t token, int ms, int *fd, vmm_broker_resp_t *resp, int *again)
+static int vmm_broker_attempt(uint64_t token, const vmm_ask_t *ask, int ms, int *fd,
+                              vmm_broker_resp_t *resp, int *again)
 {
     int32_t pid = zccl_broker_token_pid(token);
     int s = vmm_broker_connect(token, ms, again);
     if (s < 0) {
         return s;
     }
-    vmm_broker_req_t req = {.magic = VMM_BROKER_MAGIC,
-                            .version = VMM_BROKER_VERSION,
-                            .op = VMM_BROKER_OP_FETCH,
-                            .token = token};
+    vmm_broker_range_req_t req = {
+        {.magic = VMM_BROKER_MAGIC,
+         .version = VMM_BROKER_VERSION,
+         .op = ask->ranged ? VMM_BROKER_OP_FETCH_RANGE : VMM_BROKER_OP_FETCH,
+         .token = token},
+        ask->off,
+        ask->len};
+    size_t len = ask->ranged ? sizeof(req) : sizeof(req.head);
     ssize_t n;
     do {
-        n = send(s, &req, sizeof(req), MSG_NOSIGNAL);
+        n = send(s, &req, len, MSG_NOSIGNAL);
     } while (n < 0 && errno == EINTR);
     int st = ZC_OK;
-    if (n != (ssize_t)sizeof(req)) {
+    if (n != (ssize_t)len) {
         *again = VMM_FETCH_AGAIN;
         st = errno == EAGAIN ? ZC_ERR_TIMEOUT : ZC_ERR_IO;
     } else {
@@ -177,13 +182,15 @@ static int vmm_broker_attempt(uint64_t token, int ms, int *fd, vmm_broker_resp_t
     }
     const char *why = resp->status == ZC_ERR_PERM        ? "this pid is not allowed"
                       : resp->status == ZC_ERR_NOT_FOUND ? "no such offer (withdrawn?)"
-                                                         : "request refused";
+                      : resp->status == ZC_ERR_INVAL && ask->ranged
+                          ? "the range asked for is not the one offered"
+                          : "request refused";
     ZC_WARN(ZC_SUB_BROKER, "zccl_broker_fetch: pid %d refused token 0x%016llx: %s (%s)", (int)pid,
             (unsigned long long)token, why, zc_status_str(resp->status));
     return resp->status < 0 && resp->status >= ZC_ERR_OVERLIMIT ? resp->status : ZC_ERR_REMOTE;
 }
 
-int vmm_broker_fetch_range(uint64_t token, int *fd, size_t *fsize, uint64_t *off, uint64_t *len)
+static int vmm_broker_fetch_ask(uint64_t token, const vmm_ask_t *ask, int *fd, size_t *fsize)
 {
     if (fd == NULL || fsize == NULL) {
         ZC_WARN(ZC_SUB_BROKER, "zccl_broker_fetch: fd %p or size %p is NULL", (void *)fd,
@@ -197,7 +204,7 @@ int vmm_broker_fetch_range(uint64_t token, int *fd, size_t *fsize, uint64_t *off
         return ZC_ERR_INVAL;
     }
     if (pid == (int32_t)getpid()) {
-        return vmm_broker_fetch_local(token, fd, fsize, off, len);
+        return vmm_broker_fetch_local(token, ask, fd, fsize);
     }
     uint64_t deadline = zc_time_ns() + VMM_BROKER_CLIENT_TIMEOUT_S * 1000000000ull;
     vmm_broker_resp_t resp;
@@ -211,7 +218,7 @@ int vmm_broker_fetch_range(uint64_t token, int *fd, size_t *fsize, uint64_t *off
                                  : (int)ZC_MIN((deadline - now) / 1000000ull + 1,
                                                (uint64_t)VMM_BROKER_ATTEMPT_MS);
         tries++;
-        st = vmm_broker_attempt(token, ms, &got, &resp, &again);
+        st = vmm_broker_attempt(token, ask, ms, &got, &resp, &again);
         if (st == ZC_OK || again != VMM_FETCH_AGAIN || zc_time_ns() >= deadline) {
             break;
         }
@@ -228,7 +235,7 @@ int vmm_broker_fetch_range(uint64_t token, int *fd, size_t *fsize, uint64_t *off
     }
     struct stat stbuf;
     if (fstat(got, &stbuf) != 0 || stbuf.st_size < 0 || (uint64_t)stbuf.st_size < resp.size ||
-        resp.offset > resp.size || resp.length > resp.size - resp.offset) {
+        (ask->ranged && (resp.offset != ask->off || resp.length != ask->len))) {
         ZC_WARN(ZC_SUB_BROKER,
                 "zccl_broker_fetch: fd from pid %d does not hold %llu bytes (range %llu+%llu)",
                 (int)pid, (unsigned long long)resp.size, (unsigned long long)resp.offset,
@@ -238,14 +245,17 @@ int vmm_broker_fetch_range(uint64_t token, int *fd, size_t *fsize, uint64_t *off
     }
     *fd = got;
     *fsize = (size_t)resp.size;
-    *off = resp.offset;
-    *len = resp.length;
     return ZC_OK;
+}
+
+int vmm_broker_fetch_range(uint64_t token, uint64_t off, uint64_t len, int *fd, size_t *fsize)
+{
+    vmm_ask_t ask = {1, off, len};
+    return vmm_broker_fetch_ask(token, &ask, fd, fsize);
 }
 
 ZC_EXPORT int zccl_broker_fetch(uint64_t token, int *fd, size_t *size)
 {
-    uint64_t off = 0;
-    uint64_t len = 0;
-    return vmm_broker_fetch_range(token, fd, size, &off, &len);
+    vmm_ask_t ask = {0, 0, 0};
+    return vmm_broker_fetch_ask(token, &ask, fd, size);
 }

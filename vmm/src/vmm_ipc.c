@@ -14,13 +14,15 @@
  * returns the address of the key's first byte.
  *
  * What an importer gets: the broker offer records the exported {offset,
- * size}, and answers every fetch with it; an import whose key names any other
- * range (a key edited to reach more of the allocation) is refused with
- * ACL_ERROR_INVALID_PARAM, and zccl maps only the pages the range touches.
+ * size}; an importer asks for the range its key names, and the exporter's
+ * broker hands out the fd only when that is exactly the exported range (a key
+ * edited to reach more of the allocation is refused there, logged on both
+ * sides, ACL_ERROR_INVALID_PARAM for the importer); zccl maps only the pages
+ * the range touches.
  * The residual, which no host can close without copying: the fd passed is the
  * whole memfd of the allocation (a memfd cannot be cut to a sub-range), so an
- * importer on the allow list that bypasses this library and mmaps the fd
- * itself can read all of that one allocation (never another one); and page
+ * importer on the allow list that asks for the exact range and then mmaps the
+ * fd itself can read all of that one allocation (never another one); and page
  * granularity shows the rest of the first and last page of an unaligned
  * range. Export a whole, page-aligned allocation to share nothing else.
  *
@@ -278,20 +280,20 @@ static aclError vmm_ipc_map(const char *key, uint64_t token, uint64_t off, uint6
     const char *what = "aclrtIpcMemImportByKey";
     int fd = -1;
     size_t fsize = 0;
-    uint64_t xoff = 0;
-    uint64_t xlen = 0;
-    int st = vmm_broker_fetch_range(token, &fd, &fsize, &xoff, &xlen);
+    /* The exporter's broker hands the fd only for exactly the exported range. */
+    int st = vmm_broker_fetch_range(token, off, size, &fd, &fsize);
     if (st != ZC_OK) {
+        if (st == ZC_ERR_INVAL) {
+            return ACL_ERROR_INVALID_PARAM; /* another range than exported (logged) */
+        }
         if (st == ZC_ERR_PERM || st == ZC_ERR_PTR || st == ZC_ERR_NOMEM || st == ZC_ERR_SYS) {
             return vmm_status_to_acl(st);
         }
         return ACL_ERROR_RT_IPC_ERROR; /* gone, unknown or silent exporter */
     }
-    if (off != xoff || size != xlen) {
-        ZC_WARN(ZC_SUB_VMM,
-                "%s: key %s names bytes %llu+%llu but the exporter exported %llu+%llu: refused",
-                what, key, (unsigned long long)off, (unsigned long long)size,
-                (unsigned long long)xoff, (unsigned long long)xlen);
+    if (off > fsize || size > fsize - off) {
+        ZC_WARN(ZC_SUB_VMM, "%s: key %s names bytes past the exporter's %zu bytes", what, key,
+                fsize);
         close(fd);
         return ACL_ERROR_INVALID_PARAM;
     }

@@ -18,7 +18,9 @@
  *
  * Broker wire protocol (SOCK_SEQPACKET, one request per connection): the
  * broker drops a client of another uid at accept, unanswered; the client
- * sends a vmm_broker_req_t; the broker answers with a vmm_broker_resp_t,
+ * sends a vmm_broker_req_t (op FETCH), or a vmm_broker_range_req_t (op
+ * FETCH_RANGE) for an offer made with a range, which is granted only when it
+ * names exactly that range; the broker answers with a vmm_broker_resp_t,
  * carrying the fd with SCM_RIGHTS when status is ZC_OK. Anything else (wrong
  * length, magic, version or op) is answered with ZC_ERR_INVAL and the
  * connection is closed.
@@ -39,6 +41,7 @@
 #define VMM_BROKER_MAGIC 0x5a43424bu /* "ZCBK" */
 #define VMM_BROKER_VERSION 2u
 #define VMM_BROKER_OP_FETCH 1u
+#define VMM_BROKER_OP_FETCH_RANGE 2u /* an offer made with a range: ask for exactly it */
 /* Seconds a fetch may take in all: connect, request and answer, retried in
  * attempts of VMM_BROKER_ATTEMPT_MS while the owner is alive but slow. */
 #define VMM_BROKER_CLIENT_TIMEOUT_S 5
@@ -65,13 +68,20 @@ typedef struct {
 _Static_assert(sizeof(vmm_broker_req_t) == 16, "broker request layout is fixed");
 
 typedef struct {
+    vmm_broker_req_t head; /* op VMM_BROKER_OP_FETCH_RANGE */
+    uint64_t offset;       /* the range the asker's key names */
+    uint64_t length;
+} vmm_broker_range_req_t;
+_Static_assert(sizeof(vmm_broker_range_req_t) == 32, "broker range request layout is fixed");
+
+typedef struct {
     uint32_t magic;    /* VMM_BROKER_MAGIC */
     uint16_t version;  /* VMM_BROKER_VERSION */
     uint16_t reserved; /* 0 */
     int32_t status;    /* zc_status_t: ZC_OK (fd attached) or the refusal */
     uint32_t reserved2;
     uint64_t size;   /* bytes of the fd, when status is ZC_OK */
-    uint64_t offset; /* the offered range inside the fd (0 and size unless ranged) */
+    uint64_t offset; /* the range granted inside the fd (0 and size for a plain fetch) */
     uint64_t length;
 } vmm_broker_resp_t;
 _Static_assert(sizeof(vmm_broker_resp_t) == 40, "broker response layout is fixed");
@@ -84,17 +94,33 @@ _Static_assert(sizeof(vmm_broker_resp_t) == 40, "broker response layout is fixed
 socklen_t vmm_broker_addr(uint64_t token, struct sockaddr_un *addr);
 
 /**
- * Offer [off, off+len) of fd (fsize bytes): the broker answers fetches with
- * that range, and importers map only it (zccl_broker_offer offers all).
+ * Offer [off, off+len) of fd (fsize bytes): the broker hands the fd only to
+ * a VMM_BROKER_OP_FETCH_RANGE request naming exactly that range (a plain
+ * fetch or another range is refused with ZC_ERR_INVAL), and importers map
+ * only it. zccl_broker_offer offers all of an fd, for plain fetches.
  */
 int vmm_broker_offer_range(int fd, size_t fsize, uint64_t off, uint64_t len, int validate_pid,
                            uint64_t *token);
 
-/** Fetch token's fd with its offered range (see vmm_broker_offer_range). */
-int vmm_broker_fetch_range(uint64_t token, int *fd, size_t *fsize, uint64_t *off, uint64_t *len);
+/** Fetch the fd of a ranged offer, asking for [off, off+len); fsize: the fd's bytes. */
+int vmm_broker_fetch_range(uint64_t token, uint64_t off, uint64_t len, int *fd, size_t *fsize);
+
+/* What a fetcher asks: a plain fetch (ranged 0) or exactly [off, off+len). */
+typedef struct {
+    int ranged;
+    uint64_t off;
+    uint64_t len;
+} vmm_ask_t;
+
+/**
+ * Check ask against an offer's range; ZC_OK or ZC_ERR_INVAL (logged, naming
+ * who asked). Used by the broker and by local fetches.
+ */
+int vmm_offer_check_ask(int ranged, uint64_t off, uint64_t len, uint64_t token,
+                        const vmm_ask_t *ask, int32_t pid);
 
 /** Local fetch of one of this process's offers. Broker lock NOT held. */
-int vmm_broker_fetch_local(uint64_t token, int *fd, size_t *fsize, uint64_t *off, uint64_t *len);
+int vmm_broker_fetch_local(uint64_t token, const vmm_ask_t *ask, int *fd, size_t *fsize);
 
 /** Registers the fork handlers once (a constructor of vmm_broker.c calls it). */
 void vmm_fork_init(void);
