@@ -46,6 +46,8 @@
 #define ZH_RETRY 1
 /* How long a closed connection waits for the root's pidfd to say it died. */
 #define ZH_DEATH_GRACE_MS 200
+/* How long past our connect timeout we wait for the root's verdict. */
+#define ZH_VERDICT_GRACE_MS 1000
 
 struct zh_boot {
     int fd;
@@ -262,19 +264,23 @@ static int zh_join_connect(const zh_join_t *j, int *out)
     return ZH_RETRY;
 }
 
-/* Wait until fd is readable, the root dies or the deadline passes. */
+/* Wait until fd is readable, the root dies or the deadline passes. The
+ * root's own deadline came first (it started before us), so waiting a grace
+ * beyond ours lets its verdict (HCCL_E_TIMEOUT for everyone) arrive, rather
+ * than our leaving fail the others differently. */
 static int zh_join_wait(const zh_join_t *j, int fd)
 {
+    uint64_t deadline = j->deadline + ZH_VERDICT_GRACE_MS * 1000000ull;
     for (;;) {
         uint64_t now = zc_time_ns();
-        if (now >= j->deadline) {
+        if (now >= deadline) {
             ZC_WARN(ZC_SUB_BOOT, "rank %u: not all %u ranks joined within the connect timeout",
                     j->rank, j->nranks);
             return ZC_ERR_TIMEOUT;
         }
         struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
                               {.fd = j->root_pidfd, .events = POLLIN}};
-        uint64_t ms = ZC_MIN((j->deadline - now) / 1000000ull + 1, 1000ull);
+        uint64_t ms = ZC_MIN((deadline - now) / 1000000ull + 1, 1000ull);
         int n = poll(p, j->root_pidfd >= 0 ? 2 : 1, (int)ms);
         if (n > 0 && (p[0].revents != 0)) {
             return ZC_OK;

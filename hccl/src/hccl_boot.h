@@ -157,12 +157,14 @@ static inline void zh_boot_mac(const uint8_t uuid[16], char domain, const void *
         memset(out, 0, ZH_MAC_LEN); /* never happens: callers pass fixed-size records */
         return;
     }
-    memcpy(buf + n, a, na);
-    n += na;
-    memcpy(buf + n, b, nb);
-    n += nb;
-    memcpy(buf + n, c, nc);
-    n += nc;
+    const void *part[3] = {a, b, c};
+    size_t len[3] = {na, nb, nc};
+    for (int i = 0; i < 3; i++) {
+        if (len[i] > 0) {
+            memcpy(buf + n, part[i], len[i]);
+            n += len[i];
+        }
+    }
     buf[0] = (uint8_t)domain;
     uint64_t h0 = zh_siphash(uuid, buf, n);
     buf[0] = (uint8_t)(domain | 0x80);

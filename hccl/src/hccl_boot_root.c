@@ -233,8 +233,8 @@ static void zh_srv_round(zh_server_t *s)
         }
     }
     int ms = wake > now ? (int)((wake - now) / 1000000ull) + 1 : 0;
-    if (poll(pfd, (nfds_t)n, ms) < 0) {
-        return;
+    if (poll(pfd, (nfds_t)n, ms) < 0 || zc_time_ns() >= s->deadline) {
+        return; /* past the deadline the verdict is a timeout, whoever left */
     }
     for (int i = first_rank; i < n; i++) {
         if (pfd[i].revents != 0 && s->failed == ZC_OK) {

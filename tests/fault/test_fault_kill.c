@@ -113,6 +113,7 @@ typedef struct {
     int late_ms;
     int too_late; /* a MID victim found its ops complete already */
     atomic_ullong death_ns;
+    atomic_ullong start_ns; /* the first rank's start (the root info is older) */
     fk_result_t res[FK_NRANKS];
 } fk_shared_t;
 
@@ -443,6 +444,8 @@ static int fk_init(fk_shared_t *sh, fk_rank_t *r, const HcclRootInfo *root, fk_r
     res->failed_step = sh->phase <= FK_INIT_MID ? sh->phase : -1;
     res->code = (int)h;
     int64_t took = (int64_t)(t1 - t0) / 1000000;
+    /* From the first rank's start: a lower bound of the root's age. */
+    int64_t since_start = (int64_t)(t1 - atomic_load(&sh->start_ns)) / 1000000;
     res->detect_ms = fk_since_death_ms(sh, t1);
     int64_t limit = FK_CONNECT_S * 1000 + FK_DETECT_MS;
     int ok = sh->phase <= FK_INIT_MID && took <= limit;
@@ -450,10 +453,10 @@ static int fk_init(fk_shared_t *sh, fk_rank_t *r, const HcclRootInfo *root, fk_r
         /* Nobody can tell a rank that never comes from a slow one: the root
          * gives up at its connect timeout (it started first) and fails every
          * joined rank with HCCL_E_TIMEOUT. */
-        ok = ok && h == HCCL_E_TIMEOUT && took >= FK_CONNECT_S * 1000 - 500;
+        ok = ok && h == HCCL_E_TIMEOUT && since_start >= FK_CONNECT_S * 1000 - 100;
     } else if (h == HCCL_E_TIMEOUT) {
         /* A victim that died before it connected never joined: the same. */
-        ok = ok && sh->phase == FK_INIT_MID && took >= FK_CONNECT_S * 1000 - 500;
+        ok = ok && sh->phase == FK_INIT_MID && since_start >= FK_CONNECT_S * 1000 - 100;
     } else {
         /* A dead root or a dead joined rank: one code, about at once. */
         ok = ok && h == HCCL_E_REMOTE && res->detect_ms >= 0 && res->detect_ms <= FK_INIT_DETECT_MS;
@@ -479,6 +482,8 @@ static int fk_rank_main(int rank, int nranks, const HcclRootInfo *root, void *ar
     fk_rank_t r;
     (void)nranks;
     res->failed_step = -1;
+    unsigned long long zero = 0;
+    atomic_compare_exchange_strong(&sh->start_ns, &zero, fk_now_ns());
     if (fk_setup(&r, rank) != 0) {
         return 1;
     }
@@ -546,6 +551,7 @@ static int fk_run_late(int phase, int victim, int sig, int init_delay_ms, int la
     sh->late_rank = late_rank;
     sh->late_ms = late_ms;
     atomic_init(&sh->death_ns, 0);
+    atomic_init(&sh->start_ns, 0);
     int failed = zt_launch_procs(FK_NRANKS, fk_rank_main, sh, FK_LAUNCH_TIMEOUT_S);
     int bad = 0;
     char line[512];

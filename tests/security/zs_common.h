@@ -55,7 +55,7 @@ static inline void zs_user_remove(zs_user_t *u)
 {
     if (u->name[0] != '\0' && u->owner == getpid()) {
         char cmd[96];
-        snprintf(cmd, sizeof(cmd), "userdel %s >/dev/null 2>&1", u->name);
+        snprintf(cmd, sizeof(cmd), "userdel -f %s >/dev/null 2>&1", u->name);
         if (system(cmd) != 0) {
             fprintf(stderr, "zs: %s failed\n", cmd);
         }
@@ -77,7 +77,7 @@ static inline void zs_user_sweep(void)
         int pid = 0;
         if (sscanf(line, "zcsec-%d:", &pid) == 1 && pid > 0 && kill(pid, 0) != 0) {
             char cmd[96];
-            snprintf(cmd, sizeof(cmd), "userdel zcsec-%d >/dev/null 2>&1", pid);
+            snprintf(cmd, sizeof(cmd), "userdel -f zcsec-%d >/dev/null 2>&1", pid);
             (void)system(cmd);
         }
     }
