@@ -478,6 +478,17 @@ int zh_boot_join(const HcclRootInfo *info, uint32_t nranks, uint32_t rank,
 
 /* ---- finishing ---------------------------------------------------------------------- */
 
+/* A peer without a pidfd (pidfd_open missing) that has exited; -1 for none. */
+static int zh_boot_dead_by_pid(const zh_boot_t *b)
+{
+    for (int r = 0; r < b->nranks; r++) {
+        if (b->pidfd[r] < 0 && b->pid[r] != (int32_t)getpid() && zh_gone(-1, b->pid[r], 0)) {
+            return r;
+        }
+    }
+    return -1;
+}
+
 /* The first peer (or the root, -2) whose process died within ms; -1 for none. */
 static int zh_boot_dead_peer(const zh_boot_t *b, int ms)
 {
@@ -494,8 +505,19 @@ static int zh_boot_dead_peer(const zh_boot_t *b, int ms)
         who[n] = -2;
         p[n++] = (struct pollfd){.fd = b->root_pidfd, .events = POLLIN};
     }
+    int dead = zh_boot_dead_by_pid(b);
+    if (dead != -1) {
+        return dead;
+    }
+    int bypid = 0;
+    for (int r = 0; r < b->nranks; r++) {
+        bypid += b->pidfd[r] < 0 && b->pid[r] != (int32_t)getpid();
+    }
     if (n == 0 || poll(p, (nfds_t)n, ms) <= 0) {
-        return -1;
+        if (n == 0 && bypid > 0 && ms > 0) {
+            usleep((useconds_t)ms * 1000); /* the grace, for the pid checks */
+        }
+        return bypid > 0 ? zh_boot_dead_by_pid(b) : -1;
     }
     for (int i = 0; i < n; i++) {
         if (p[i].revents != 0) {
