@@ -1,84 +1,65 @@
 /*
- * Bootstrap: the root listener and the rank side of communicator init.
+ * Bootstrap, rank side, and HcclGetRootInfo (wire protocol in hccl_boot.h;
+ * the listener is hccl_boot_root.c).
  *
- * HcclGetRootInfo opens a TCP listener (HCCL_IF_IP, else loopback) served by
- * one thread, and writes into the 4108-byte root info: the IP string first
- * (NUL-terminated, as clients read it), then at ZH_RI_OFFSET a record with a
- * magic word, the port, the server's pid and host id, and a 128-bit random
- * unique id. Every rank connects and sends a hello {uuid, nranks, rank, pid,
- * device, host id, control segment token}. When all nranks hellos agree the
- * server sends everyone the table; each rank then attaches its peers and
- * reports a status; the server answers with the worst status ("go").
+ * HcclGetRootInfo opens a TCP listener (HCCL_IF_IP, else loopback), starts
+ * its thread and writes the root info. A rank joins by connecting, answering
+ * the challenge with a hello that proves it holds the root info, and waiting
+ * for the table (every rank's entry); it checks the table's proof, attaches
+ * its peers, reports its status and gets the worst one back.
  *
- * A hello that conflicts (other nranks, duplicate or out-of-range rank,
- * another host) fails the whole session: every connected rank gets the error
- * at once, and later hellos get it too until the connect timeout, so no rank
- * waits for peers that will never come. Garbage (wrong magic, wrong uuid,
- * truncated messages) is refused with a log line; the listener keeps serving.
+ * Failures during init, as the caller sees them (HcclResult in hccl_comm.h):
+ *  - the root's process is gone (its pid in the root info has exited: seen
+ *    by pidfd before connecting, at any refused connection and whenever the
+ *    root's connection closes), or a rank that joined died before init was
+ *    over (the root saw its connection close; each rank holds a pidfd of
+ *    every peer from the table on): ZC_ERR_REMOTE, within about a second,
+ *    on every surviving rank;
+ *  - the root's process lives but refuses connections (its session is over:
+ *    the root info was used up or timed out), or the root refused our hello
+ *    (the root info is from another session, another uid): ZC_ERR_INVAL or
+ *    ZC_ERR_PERM (both HCCL_E_PARA), at once;
+ *  - not every rank joined within the connect timeout: ZC_ERR_TIMEOUT.
+ * A connection the root dropped without an answer (we were too slow with the
+ * hello, or it had too many pending clients) is retried until the deadline.
  */
-#include "hccl_internal.h"
+#include "hccl_boot.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "zc/config.h"
 #include "zc/log.h"
 #include "zc/sync.h"
 
-#define ZH_RI_OFFSET 64
-#define ZH_RI_MAGIC 0x5a435249u /* "ZCRI" */
-#define ZH_MSG_HELLO 0x5a434248u
-#define ZH_MSG_TABLE 0x5a434254u
-#define ZH_MSG_READY 0x5a434252u
-#define ZH_MSG_GO 0x5a434247u
-#define ZH_BOOT_VERSION 1u
-#define ZH_IO_TIMEOUT_MS 2000
-#define ZH_HELLO_TIMEOUT_MS 1000
-
-typedef struct {
-    uint32_t magic;
-    uint16_t port;
-    uint16_t pad;
-    int32_t pid;
-    uint32_t pad2;
-    uint64_t host_id;
-    uint8_t uuid[16];
-} zh_rootrec_t;
-
-typedef struct {
-    uint32_t magic;
-    uint32_t version;
-    uint8_t uuid[16];
-    uint32_t nranks;
-    uint32_t rank;
-    zh_boot_entry_t entry;
-} zh_hello_t;
-
-typedef struct {
-    uint32_t magic;
-    int32_t status;
-    uint32_t nranks;
-    uint32_t pad;
-} zh_reply_t;
+/* An attempt that may be repeated (the root dropped us without a word). */
+#define ZH_RETRY 1
+/* How long a closed connection waits for the root's pidfd to say it died. */
+#define ZH_DEATH_GRACE_MS 200
+/* How long past our connect timeout we wait for the root's verdict. */
+#define ZH_VERDICT_GRACE_MS 1000
 
 struct zh_boot {
     int fd;
+    int root_pidfd;
+    int nranks;
+    int pidfd[ZH_MAX_RANKS]; /* -1 for ourselves and ranks in our process */
+    int32_t pid[ZH_MAX_RANKS];
 };
 
-typedef struct {
-    int lfd;
-    uint8_t uuid[16];
-    uint64_t deadline;
-} zh_server_t;
+/* ---- helpers ------------------------------------------------------------------------ */
 
-static int zh_io_full(int fd, void *buf, size_t n, int writing)
+int zh_io_full(int fd, void *buf, size_t n, int writing)
 {
     char *p = buf;
     while (n > 0) {
@@ -95,7 +76,7 @@ static int zh_io_full(int fd, void *buf, size_t n, int writing)
     return ZC_OK;
 }
 
-static void zh_sock_timeouts(int fd, int ms)
+void zh_sock_timeouts(int fd, int ms)
 {
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -104,234 +85,84 @@ static void zh_sock_timeouts(int fd, int ms)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-static void zh_send_status(int fd, uint32_t magic, int status)
+void zh_send_status(int fd, uint32_t magic, int status)
 {
     zh_reply_t rep = {magic, status, 0, 0};
     (void)zh_io_full(fd, &rep, sizeof(rep), 1);
 }
 
-/* Validate a hello against the session so far; returns ZC_OK or the error the
- * whole session fails with (and logs why). */
-static int zh_server_check(const zh_hello_t *h, const zh_hello_t *first, const int *conn)
+int zh_tcp_peer_uid(int fd, uint32_t *uid)
 {
-    if (h->nranks == 0 || h->nranks > ZH_MAX_RANKS) {
-        ZC_WARN(ZC_SUB_BOOT, "root: rank %u asks for nranks %u (must be 1..%d)", h->rank,
-                h->nranks, ZH_MAX_RANKS);
-        return ZC_ERR_INVAL;
+    struct sockaddr_in me;
+    struct sockaddr_in peer;
+    socklen_t l1 = sizeof(me);
+    socklen_t l2 = sizeof(peer);
+    if (getsockname(fd, (struct sockaddr *)&me, &l1) != 0 ||
+        getpeername(fd, (struct sockaddr *)&peer, &l2) != 0 || me.sin_family != AF_INET) {
+        return -1;
     }
-    if (first != NULL && h->nranks != first->nranks) {
-        ZC_WARN(ZC_SUB_BOOT, "root: rank %u says nranks %u but rank %u said %u", h->rank,
-                h->nranks, first->rank, first->nranks);
-        return ZC_ERR_INVAL;
+    /* The peer's own socket is the row whose local end is its address and
+     * whose remote end is ours; the kernel prints addresses as the raw
+     * 32-bit word and ports in host order. */
+    char want_local[32];
+    char want_rem[32];
+    snprintf(want_local, sizeof(want_local), "%08X:%04X", (unsigned)peer.sin_addr.s_addr,
+             (unsigned)ntohs(peer.sin_port));
+    snprintf(want_rem, sizeof(want_rem), "%08X:%04X", (unsigned)me.sin_addr.s_addr,
+             (unsigned)ntohs(me.sin_port));
+    FILE *f = fopen("/proc/net/tcp", "re");
+    if (f == NULL) {
+        ZC_WARN(ZC_SUB_BOOT, "cannot read /proc/net/tcp: %s", strerror(errno));
+        return -1;
     }
-    if (h->rank >= h->nranks) {
-        ZC_WARN(ZC_SUB_BOOT, "root: rank %u out of range (nranks %u)", h->rank, h->nranks);
-        return ZC_ERR_INVAL;
+    char line[512];
+    int found = -1;
+    while (found != 0 && fgets(line, sizeof(line), f) != NULL) {
+        char local[64];
+        char rem[64];
+        unsigned u = 0;
+        if (sscanf(line, " %*d: %63s %63s %*x %*s %*s %*s %u", local, rem, &u) == 3 &&
+            strcmp(local, want_local) == 0 && strcmp(rem, want_rem) == 0) {
+            *uid = u;
+            found = 0;
+        }
     }
-    if (conn[h->rank] >= 0) {
-        ZC_WARN(ZC_SUB_BOOT, "root: rank %u joined twice (pids %d)", h->rank, (int)h->entry.pid);
-        return ZC_ERR_INVAL;
-    }
-    if (first != NULL && h->entry.host_id != first->entry.host_id) {
-        ZC_WARN(ZC_SUB_BOOT, "root: rank %u is on another host than rank %u: multi-host "
-                "communicators are not supported", h->rank, first->rank);
-        return ZC_ERR_NOT_SUPPORT;
-    }
-    return ZC_OK;
+    fclose(f);
+    return found;
 }
 
-/* Read a hello from a new connection; returns 0 and fills h, or -1 (logged). */
-static int zh_server_read_hello(zh_server_t *s, int fd, zh_hello_t *h)
+static int zh_pidfd_open(int32_t pid)
 {
-    if (zh_io_full(fd, h, sizeof(*h), 0) != ZC_OK) {
-        ZC_WARN(ZC_SUB_BOOT, "root: a client sent a truncated hello; dropped");
-        return -1;
-    }
-    if (h->magic != ZH_MSG_HELLO || h->version != ZH_BOOT_VERSION) {
-        ZC_WARN(ZC_SUB_BOOT, "root: a client sent magic 0x%08x version %u (want 0x%08x v%u); "
-                "dropped", h->magic, h->version, ZH_MSG_HELLO, ZH_BOOT_VERSION);
-        return -1;
-    }
-    if (memcmp(h->uuid, s->uuid, sizeof(s->uuid)) != 0) {
-        ZC_WARN(ZC_SUB_BOOT, "root: rank %u presented another root info's unique id; dropped",
-                h->rank);
-        return -1;
-    }
-    return 0;
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+#else
+    (void)pid;
+    errno = ENOSYS;
+    return -1;
+#endif
 }
 
-static void *zh_server_main(void *arg)
+/* True when the process behind pidfd (or pid, without a pidfd) has exited,
+ * waiting up to ms for it. */
+static int zh_gone(int pidfd, int32_t pid, int ms)
 {
-    zh_server_t *s = arg;
-    int conn[ZH_MAX_RANKS];
-    zh_hello_t hello[ZH_MAX_RANKS];
-    zh_hello_t first;
-    int have_first = 0;
-    int joined = 0;
-    int failed = ZC_OK;
-    int worst = ZC_OK;
-    for (int i = 0; i < ZH_MAX_RANKS; i++) {
-        conn[i] = -1;
+    if (pidfd < 0) {
+        return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
     }
-    while (zc_time_ns() < s->deadline) {
-        /* Watch the joined ranks too: one that dies (its socket closes)
-         * before everyone joined fails the session at once. */
-        struct pollfd pfd[ZH_MAX_RANKS + 1];
-        int rank_of[ZH_MAX_RANKS + 1];
-        int n = 0;
-        pfd[n++] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
-        for (int r = 0; r < ZH_MAX_RANKS; r++) {
-            if (conn[r] >= 0) {
-                rank_of[n] = r;
-                pfd[n++] = (struct pollfd){.fd = conn[r], .events = POLLIN};
-            }
-        }
-        if (poll(pfd, (nfds_t)n, 200) <= 0) {
-            continue;
-        }
-        int lost = -1;
-        for (int i = 1; i < n; i++) {
-            if (pfd[i].revents != 0) {
-                lost = rank_of[i]; /* a joined rank must not talk before the table */
-            }
-        }
-        if (lost >= 0 && failed == ZC_OK) {
-            ZC_WARN(ZC_SUB_BOOT, "root: rank %d (pid %d) left before all ranks joined", lost,
-                    (int)hello[lost].entry.pid);
-            failed = ZC_ERR_REMOTE;
-            for (int r = 0; r < ZH_MAX_RANKS; r++) {
-                if (conn[r] >= 0) {
-                    zh_send_status(conn[r], ZH_MSG_TABLE, failed);
-                    close(conn[r]);
-                    conn[r] = -1;
-                }
-            }
-        }
-        if (!(pfd[0].revents & POLLIN)) {
-            continue;
-        }
-        int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0) {
-            continue;
-        }
-        /* A real rank sends its hello right after connecting; a silent
-         * client may hold the listener only this long. */
-        zh_sock_timeouts(fd, ZH_HELLO_TIMEOUT_MS);
-        zh_hello_t h;
-        if (zh_server_read_hello(s, fd, &h) != 0) {
-            close(fd);
-            continue;
-        }
-        zh_sock_timeouts(fd, ZH_IO_TIMEOUT_MS);
-        if (failed != ZC_OK) {
-            zh_send_status(fd, ZH_MSG_TABLE, failed);
-            close(fd);
-            continue;
-        }
-        int st = zh_server_check(&h, have_first ? &first : NULL, conn);
-        if (st != ZC_OK) {
-            failed = st;
-            zh_send_status(fd, ZH_MSG_TABLE, failed);
-            close(fd);
-            for (int r = 0; r < ZH_MAX_RANKS; r++) {
-                if (conn[r] >= 0) {
-                    zh_send_status(conn[r], ZH_MSG_TABLE, failed);
-                    close(conn[r]);
-                    conn[r] = -1;
-                }
-            }
-            continue;
-        }
-        if (!have_first) {
-            first = h;
-            have_first = 1;
-        }
-        conn[h.rank] = fd;
-        hello[h.rank] = h;
-        joined++;
-        if (joined == (int)first.nranks) {
-            break;
-        }
-    }
-    if (joined != (int)(have_first ? first.nranks : 0) || !have_first || failed != ZC_OK) {
-        if (failed == ZC_OK && have_first) {
-            ZC_WARN(ZC_SUB_BOOT, "root: only %d of %u ranks joined before the connect timeout",
-                    joined, first.nranks);
-        }
-        for (int r = 0; r < ZH_MAX_RANKS; r++) {
-            if (conn[r] >= 0) {
-                zh_send_status(conn[r], ZH_MSG_TABLE, failed != ZC_OK ? failed : ZC_ERR_TIMEOUT);
-                close(conn[r]);
-            }
-        }
-        goto out;
-    }
-    /* Send the table, then collect one ready status from every rank. */
-    int nr = (int)first.nranks;
-    zh_boot_entry_t table[ZH_MAX_RANKS];
-    for (int r = 0; r < nr; r++) {
-        table[r] = hello[r].entry;
-    }
-    for (int r = 0; r < nr; r++) {
-        zh_reply_t rep = {ZH_MSG_TABLE, ZC_OK, (uint32_t)nr, 0};
-        if (zh_io_full(conn[r], &rep, sizeof(rep), 1) != ZC_OK ||
-            zh_io_full(conn[r], table, sizeof(table[0]) * (size_t)nr, 1) != ZC_OK) {
-            ZC_WARN(ZC_SUB_BOOT, "root: sending the table to rank %d failed", r);
-            worst = ZC_ERR_REMOTE;
-        }
-    }
-    int got[ZH_MAX_RANKS] = {0};
-    int nready = 0;
-    while (nready < nr && zc_time_ns() < s->deadline) {
-        struct pollfd pfd[ZH_MAX_RANKS];
-        int rank_of[ZH_MAX_RANKS];
-        int n = 0;
-        for (int r = 0; r < nr; r++) {
-            if (!got[r]) {
-                rank_of[n] = r;
-                pfd[n++] = (struct pollfd){.fd = conn[r], .events = POLLIN};
-            }
-        }
-        if (poll(pfd, (nfds_t)n, 200) <= 0) {
-            continue;
-        }
-        for (int i = 0; i < n; i++) {
-            if (pfd[i].revents == 0) {
-                continue;
-            }
-            int r = rank_of[i];
-            zh_reply_t rep;
-            if (zh_io_full(conn[r], &rep, sizeof(rep), 0) != ZC_OK || rep.magic != ZH_MSG_READY) {
-                ZC_WARN(ZC_SUB_BOOT, "root: rank %d left before reporting ready", r);
-                rep.status = ZC_ERR_REMOTE;
-            } else if (rep.status != ZC_OK) {
-                ZC_WARN(ZC_SUB_BOOT, "root: rank %d reported init failure %d", r, rep.status);
-            }
-            if (rep.status != ZC_OK && worst == ZC_OK) {
-                worst = ZC_ERR_REMOTE; /* a peer's failure, seen from the others */
-            }
-            got[r] = 1;
-            nready++;
-        }
-    }
-    if (nready < nr && worst == ZC_OK) {
-        ZC_WARN(ZC_SUB_BOOT, "root: only %d of %d ranks reported ready in time", nready, nr);
-        worst = ZC_ERR_TIMEOUT;
-    }
-    for (int r = 0; r < nr; r++) {
-        zh_send_status(conn[r], ZH_MSG_GO, worst);
-        close(conn[r]);
-    }
-out:
-    close(s->lfd);
-    free(s);
-    return NULL;
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    return poll(&p, 1, ms) > 0;
 }
+
+/* ---- HcclGetRootInfo ---------------------------------------------------------------- */
 
 int zh_boot_root_create(HcclRootInfo *info)
 {
     const zc_config_t *cfg = zc_config();
     const char *ip = cfg->if_ip[0] != '\0' ? cfg->if_ip : "127.0.0.1";
+    if (strlen(ip) >= ZH_RI_OFFSET) {
+        ZC_WARN(ZC_SUB_BOOT, "HCCL_IF_IP=\"%s\" is too long", ip);
+        return ZC_ERR_INVAL;
+    }
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
@@ -339,7 +170,12 @@ int zh_boot_root_create(HcclRootInfo *info)
         ZC_WARN(ZC_SUB_BOOT, "HCCL_IF_IP=\"%s\" is not an IPv4 address", ip);
         return ZC_ERR_INVAL;
     }
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    zh_rootrec_t rec = {ZH_RI_MAGIC, 0, 0, (int32_t)getpid(), 0, zc_host_id(), {0}};
+    if (zc_random_bytes(rec.uuid, sizeof(rec.uuid)) != 0) {
+        ZC_WARN(ZC_SUB_BOOT, "root: getrandom failed: %s", strerror(errno));
+        return ZC_ERR_SYS;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         ZC_WARN(ZC_SUB_BOOT, "root: socket() failed: %s", strerror(errno));
         return ZC_ERR_SYS;
@@ -351,167 +187,399 @@ int zh_boot_root_create(HcclRootInfo *info)
     }
     socklen_t len = sizeof(sa);
     getsockname(fd, (struct sockaddr *)&sa, &len);
-    zh_server_t *s = calloc(1, sizeof(*s));
-    if (s == NULL) {
-        close(fd);
-        return ZC_ERR_NOMEM;
-    }
-    s->lfd = fd;
-    if (zc_random_bytes(s->uuid, sizeof(s->uuid)) != 0) {
-        ZC_WARN(ZC_SUB_BOOT, "root: getrandom failed: %s", strerror(errno));
-        close(fd);
-        free(s);
-        return ZC_ERR_SYS;
-    }
-    s->deadline = zc_time_ns() + cfg->connect_timeout_s * 1000000000ull;
+    rec.port = ntohs(sa.sin_port);
+    uint64_t deadline = zc_time_ns() + cfg->connect_timeout_s * 1000000000ull;
+    ZC_CHECK(zh_boot_root_serve(fd, rec.uuid, deadline));
     memset(info, 0, sizeof(*info));
-    if (strlen(ip) >= ZH_RI_OFFSET) {
-        ZC_WARN(ZC_SUB_BOOT, "HCCL_IF_IP=\"%s\" is too long", ip);
-        close(fd);
-        free(s);
-        return ZC_ERR_INVAL;
-    }
     memcpy(info->internal, ip, strlen(ip) + 1);
-    zh_rootrec_t rec = {ZH_RI_MAGIC, ntohs(sa.sin_port), 0, (int32_t)getpid(), 0, zc_host_id(),
-                        {0}};
-    memcpy(rec.uuid, s->uuid, sizeof(rec.uuid));
     memcpy(info->internal + ZH_RI_OFFSET, &rec, sizeof(rec));
-    pthread_t th;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&th, &attr, zh_server_main, s);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) {
-        ZC_WARN(ZC_SUB_BOOT, "root: cannot start the listener thread: %s", strerror(rc));
-        close(fd);
-        free(s);
-        return ZC_ERR_SYS;
-    }
     ZC_INFO(ZC_SUB_BOOT, "root listener on %s:%u", ip, (unsigned)rec.port);
     return ZC_OK;
 }
 
-static int zh_boot_connect(const HcclRootInfo *info, const zh_rootrec_t *rec, uint64_t deadline,
-                           int *out)
+/* ---- joining ------------------------------------------------------------------------ */
+
+typedef struct {
+    const HcclRootInfo *info;
+    zh_rootrec_t rec;
+    int root_pidfd;
+    uint32_t nranks;
+    uint32_t rank;
+    const zh_boot_entry_t *mine;
+    uint64_t deadline;
+} zh_join_t;
+
+/* The root's process died (checked with a grace for its exit to complete). */
+static int zh_root_gone(const zh_join_t *j, int grace_ms)
+{
+    if (zh_gone(j->root_pidfd, j->rec.pid, grace_ms)) {
+        ZC_WARN(ZC_SUB_BOOT, "rank %u: the root (pid %d) died during init", j->rank,
+                (int)j->rec.pid);
+        return 1;
+    }
+    return 0;
+}
+
+/* One connect; ZC_OK with *out, ZH_RETRY, or a final error. */
+static int zh_join_connect(const zh_join_t *j, int *out)
 {
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
-    sa.sin_port = htons(rec->port);
+    sa.sin_port = htons(j->rec.port);
     char ip[ZH_RI_OFFSET];
-    memcpy(ip, info->internal, sizeof(ip));
+    memcpy(ip, j->info->internal, sizeof(ip));
     ip[sizeof(ip) - 1] = '\0';
     if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
         ZC_WARN(ZC_SUB_BOOT, "root info holds IP \"%s\", not an IPv4 address", ip);
         return ZC_ERR_INVAL;
     }
-    for (;;) {
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            return ZC_ERR_SYS;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return ZC_ERR_SYS;
+    }
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+        *out = fd;
+        return ZC_OK;
+    }
+    int e = errno;
+    close(fd);
+    if (e == ECONNREFUSED) {
+        /* The listener exists from HcclGetRootInfo until its session ends. */
+        if (zh_root_gone(j, ZH_DEATH_GRACE_MS)) {
+            return ZC_ERR_REMOTE;
         }
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-            *out = fd;
+        ZC_WARN(ZC_SUB_BOOT,
+                "rank %u: the root at %s:%u (pid %d) refuses connections: its "
+                "session is over (root info used already or timed out)",
+                j->rank, ip, (unsigned)j->rec.port, (int)j->rec.pid);
+        return ZC_ERR_INVAL;
+    }
+    if (zc_time_ns() > j->deadline) {
+        ZC_WARN(ZC_SUB_BOOT, "cannot connect to the root at %s:%u: %s", ip, (unsigned)j->rec.port,
+                strerror(e));
+        return ZC_ERR_CONNECT;
+    }
+    usleep(20000);
+    return ZH_RETRY;
+}
+
+/* Wait until fd is readable, the root dies or the deadline passes. The
+ * root's own deadline came first (it started before us), so waiting a grace
+ * beyond ours lets its verdict (HCCL_E_TIMEOUT for everyone) arrive, rather
+ * than our leaving fail the others differently. */
+static int zh_join_wait(const zh_join_t *j, int fd)
+{
+    uint64_t deadline = j->deadline + ZH_VERDICT_GRACE_MS * 1000000ull;
+    for (;;) {
+        uint64_t now = zc_time_ns();
+        if (now >= deadline) {
+            ZC_WARN(ZC_SUB_BOOT, "rank %u: not all %u ranks joined within the connect timeout",
+                    j->rank, j->nranks);
+            return ZC_ERR_TIMEOUT;
+        }
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
+                              {.fd = j->root_pidfd, .events = POLLIN}};
+        uint64_t ms = ZC_MIN((deadline - now) / 1000000ull + 1, 1000ull);
+        int n = poll(p, j->root_pidfd >= 0 ? 2 : 1, (int)ms);
+        if (n > 0 && (p[0].revents != 0)) {
             return ZC_OK;
         }
-        int e = errno;
-        close(fd);
-        if (zc_time_ns() > deadline) {
-            ZC_WARN(ZC_SUB_BOOT, "cannot connect to the root at %s:%u: %s", ip,
-                    (unsigned)rec->port, strerror(e));
-            return ZC_ERR_CONNECT;
+        if ((n > 0 && p[1].revents != 0) || (j->root_pidfd < 0 && zh_root_gone(j, 0))) {
+            (void)zh_root_gone(j, 0);
+            return ZC_ERR_REMOTE;
         }
-        usleep(20000);
     }
+}
+
+/* A reply the root closed without: it died (REMOTE) or dropped us (retry). */
+static int zh_join_lost(const zh_join_t *j)
+{
+    return zh_root_gone(j, ZH_DEATH_GRACE_MS) ? ZC_ERR_REMOTE : ZH_RETRY;
+}
+
+/* Read the table that follows rep and check its mac. */
+static int zh_join_table(const zh_join_t *j, int fd, const zh_reply_t *rep, const uint8_t *nonce_s,
+                         const zh_hello_t *h, zh_boot_entry_t *table)
+{
+    uint8_t msg[sizeof(zh_reply_t) + ZH_MAX_RANKS * sizeof(zh_boot_entry_t)];
+    uint8_t mac[ZH_MAC_LEN];
+    uint8_t want[ZH_MAC_LEN];
+    size_t len = sizeof(*rep) + sizeof(table[0]) * j->nranks;
+    if (rep->nranks != j->nranks) {
+        ZC_WARN(ZC_SUB_BOOT, "rank %u: bad table from the root (nranks %u)", j->rank, rep->nranks);
+        return ZC_ERR_IO;
+    }
+    memcpy(msg, rep, sizeof(*rep));
+    if (zh_io_full(fd, msg + sizeof(*rep), len - sizeof(*rep), 0) != ZC_OK ||
+        zh_io_full(fd, mac, sizeof(mac), 0) != ZC_OK) {
+        return zh_join_lost(j) == ZC_ERR_REMOTE ? ZC_ERR_REMOTE : ZC_ERR_IO;
+    }
+    zh_boot_mac(j->rec.uuid, 'T', nonce_s, ZH_NONCE_LEN, h->nonce, ZH_NONCE_LEN, msg, len, want);
+    if (!zh_mac_equal(mac, want)) {
+        ZC_WARN(ZC_SUB_BOOT,
+                "rank %u: the table fails the session proof: whoever serves %u is "
+                "not our root; refused",
+                j->rank, (unsigned)j->rec.port);
+        return ZC_ERR_PERM;
+    }
+    memcpy(table, msg + sizeof(*rep), len - sizeof(*rep));
+    return ZC_OK;
+}
+
+/* One attempt: connect, answer the challenge, get the table. */
+static int zh_join_attempt(const zh_join_t *j, int *out, zh_boot_entry_t *table)
+{
+    int fd = -1;
+    int st = zh_join_connect(j, &fd);
+    if (st != ZC_OK) {
+        return st;
+    }
+    zh_sock_timeouts(fd, ZH_IO_TIMEOUT_MS);
+    /* The first 16 bytes are a refusal or the start of a challenge. */
+    union {
+        zh_chal_t ch;
+        zh_reply_t rep;
+    } first;
+    if ((st = zh_join_wait(j, fd)) != ZC_OK) {
+        goto fail;
+    }
+    if (zh_io_full(fd, &first, sizeof(first.rep), 0) != ZC_OK) {
+        st = zh_join_lost(j);
+        goto fail;
+    }
+    if (first.rep.magic == ZH_MSG_TABLE) {
+        st = first.rep.status < 0 ? first.rep.status : ZC_ERR_IO;
+        ZC_WARN(ZC_SUB_BOOT, "rank %u: the root refused us: %s", j->rank,
+                st == ZC_ERR_PERM ? "not of its uid" : zc_status_str((zc_status_t)st));
+        goto fail;
+    }
+    if (first.ch.magic != ZH_MSG_CHAL || first.ch.version != ZH_BOOT_VERSION ||
+        zh_io_full(fd, (char *)&first + sizeof(first.rep), sizeof(first.ch) - sizeof(first.rep),
+                   0) != ZC_OK) {
+        ZC_WARN(ZC_SUB_BOOT, "rank %u: the root sent no challenge (magic 0x%08x)", j->rank,
+                first.ch.magic);
+        st = ZC_ERR_IO;
+        goto fail;
+    }
+    zh_hello_t h;
+    memset(&h, 0, sizeof(h));
+    h.magic = ZH_MSG_HELLO;
+    h.version = ZH_BOOT_VERSION;
+    h.nranks = j->nranks;
+    h.rank = j->rank;
+    h.entry = *j->mine;
+    if (zc_random_bytes(h.nonce, sizeof(h.nonce)) != 0) {
+        st = ZC_ERR_SYS;
+        goto fail;
+    }
+    zh_hello_mac(j->rec.uuid, first.ch.nonce, &h, h.mac);
+    if (zh_io_full(fd, &h, sizeof(h), 1) != ZC_OK) {
+        st = zh_join_lost(j);
+        goto fail;
+    }
+    /* The table comes when everyone joined. */
+    zh_reply_t rep;
+    if ((st = zh_join_wait(j, fd)) != ZC_OK) {
+        goto fail;
+    }
+    if (zh_io_full(fd, &rep, sizeof(rep), 0) != ZC_OK) {
+        st = zh_join_lost(j);
+        goto fail;
+    }
+    if (rep.magic != ZH_MSG_TABLE) {
+        ZC_WARN(ZC_SUB_BOOT, "rank %u: the root sent magic 0x%08x, not a table", j->rank,
+                rep.magic);
+        st = ZC_ERR_IO;
+        goto fail;
+    }
+    if (rep.status != ZC_OK) {
+        st = rep.status < 0 ? rep.status : ZC_ERR_IO;
+        ZC_WARN(ZC_SUB_BOOT, "rank %u: the root refused the communicator: %s", j->rank,
+                zc_status_str((zc_status_t)st));
+        goto fail;
+    }
+    if ((st = zh_join_table(j, fd, &rep, first.ch.nonce, &h, table)) != ZC_OK) {
+        goto fail;
+    }
+    *out = fd;
+    return ZC_OK;
+fail:
+    close(fd);
+    return st;
+}
+
+/* The bootstrap state once the table is in: pidfds of every peer process. */
+static zh_boot_t *zh_boot_new(int fd, int root_pidfd, uint32_t nranks, const zh_boot_entry_t *table)
+{
+    zh_boot_t *b = malloc(sizeof(*b));
+    if (b == NULL) {
+        return NULL;
+    }
+    b->fd = fd;
+    b->root_pidfd = root_pidfd;
+    b->nranks = (int)nranks;
+    for (int r = 0; r < (int)nranks; r++) {
+        b->pid[r] = table[r].pid;
+        b->pidfd[r] = table[r].pid == (int32_t)getpid() ? -1 : zh_pidfd_open(table[r].pid);
+    }
+    return b;
 }
 
 int zh_boot_join(const HcclRootInfo *info, uint32_t nranks, uint32_t rank,
                  const zh_boot_entry_t *mine, uint64_t timeout_ns, zh_boot_t **boot,
                  zh_boot_entry_t *table)
 {
-    zh_rootrec_t rec;
-    memcpy(&rec, info->internal + ZH_RI_OFFSET, sizeof(rec));
-    if (rec.magic != ZH_RI_MAGIC || memchr(info->internal, '\0', ZH_RI_OFFSET) == NULL) {
+    zh_join_t j = {info, {0}, -1, nranks, rank, mine, zc_time_ns() + timeout_ns};
+    memcpy(&j.rec, info->internal + ZH_RI_OFFSET, sizeof(j.rec));
+    if (j.rec.magic != ZH_RI_MAGIC || memchr(info->internal, '\0', ZH_RI_OFFSET) == NULL) {
         ZC_WARN(ZC_SUB_BOOT, "rank %u: root info is not from HcclGetRootInfo (magic 0x%08x)", rank,
-                rec.magic);
+                j.rec.magic);
         return ZC_ERR_INVAL;
     }
-    if (rec.host_id != mine->host_id) {
-        ZC_WARN(ZC_SUB_BOOT, "rank %u: the root is on another host: multi-host communicators "
-                "are not supported", rank);
+    if (j.rec.host_id != mine->host_id) {
+        ZC_WARN(ZC_SUB_BOOT,
+                "rank %u: the root is on another host: multi-host communicators "
+                "are not supported",
+                rank);
         return ZC_ERR_NOT_SUPPORT;
     }
-    uint64_t deadline = zc_time_ns() + timeout_ns;
+    if (j.rec.pid != (int32_t)getpid()) {
+        j.root_pidfd = zh_pidfd_open(j.rec.pid);
+        if (j.root_pidfd < 0 && errno == ESRCH) {
+            ZC_WARN(ZC_SUB_BOOT, "rank %u: the root (pid %d) is gone", rank, (int)j.rec.pid);
+            return ZC_ERR_REMOTE;
+        }
+    }
     int fd = -1;
-    ZC_CHECK(zh_boot_connect(info, &rec, deadline, &fd));
-    zh_sock_timeouts(fd, ZH_IO_TIMEOUT_MS);
-    zh_hello_t h;
-    memset(&h, 0, sizeof(h));
-    h.magic = ZH_MSG_HELLO;
-    h.version = ZH_BOOT_VERSION;
-    memcpy(h.uuid, rec.uuid, sizeof(h.uuid));
-    h.nranks = nranks;
-    h.rank = rank;
-    h.entry = *mine;
-    if (zh_io_full(fd, &h, sizeof(h), 1) != ZC_OK) {
-        ZC_WARN(ZC_SUB_BOOT, "rank %u: sending hello to the root failed", rank);
-        close(fd);
-        return ZC_ERR_IO;
+    int st;
+    do {
+        st = zh_join_attempt(&j, &fd, table);
+    } while (st == ZH_RETRY && zc_time_ns() < j.deadline);
+    if (st == ZH_RETRY) {
+        ZC_WARN(ZC_SUB_BOOT, "rank %u: the root dropped every hello until the connect timeout",
+                rank);
+        st = ZC_ERR_TIMEOUT;
     }
-    /* The table comes when everyone joined: poll up to the deadline. */
-    struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    int64_t left_ms = (int64_t)(deadline - zc_time_ns()) / 1000000;
-    if (left_ms < 0 || poll(&pfd, 1, (int)(left_ms > 0 ? left_ms : 0)) <= 0) {
-        ZC_WARN(ZC_SUB_BOOT, "rank %u: not all %u ranks joined within %llu s (connect timeout)",
-                rank, nranks, (unsigned long long)(timeout_ns / 1000000000ull));
-        close(fd);
-        return ZC_ERR_TIMEOUT;
+    if (st == ZC_OK) {
+        *boot = zh_boot_new(fd, j.root_pidfd, nranks, table);
+        st = *boot == NULL ? ZC_ERR_NOMEM : ZC_OK;
     }
-    zh_reply_t rep;
-    if (zh_io_full(fd, &rep, sizeof(rep), 0) != ZC_OK || rep.magic != ZH_MSG_TABLE) {
-        ZC_WARN(ZC_SUB_BOOT, "rank %u: the root closed the connection without a table", rank);
-        close(fd);
-        return ZC_ERR_IO;
+    if (st != ZC_OK) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        if (j.root_pidfd >= 0) {
+            close(j.root_pidfd);
+        }
     }
-    if (rep.status != ZC_OK) {
-        ZC_WARN(ZC_SUB_BOOT, "rank %u: the root refused the communicator: %s", rank,
-                zc_status_str((zc_status_t)rep.status));
-        close(fd);
-        return rep.status;
+    return st;
+}
+
+/* ---- finishing ---------------------------------------------------------------------- */
+
+/* A peer without a pidfd (pidfd_open missing) that has exited; -1 for none. */
+static int zh_boot_dead_by_pid(const zh_boot_t *b)
+{
+    for (int r = 0; r < b->nranks; r++) {
+        if (b->pidfd[r] < 0 && b->pid[r] != (int32_t)getpid() && zh_gone(-1, b->pid[r], 0)) {
+            return r;
+        }
     }
-    if (rep.nranks != nranks ||
-        zh_io_full(fd, table, sizeof(table[0]) * nranks, 0) != ZC_OK) {
-        ZC_WARN(ZC_SUB_BOOT, "rank %u: bad table from the root (nranks %u)", rank, rep.nranks);
-        close(fd);
-        return ZC_ERR_IO;
+    return -1;
+}
+
+/* The first peer (or the root, -2) whose process died within ms; -1 for none. */
+static int zh_boot_dead_peer(const zh_boot_t *b, int ms)
+{
+    struct pollfd p[ZH_MAX_RANKS + 1];
+    int who[ZH_MAX_RANKS + 1];
+    int n = 0;
+    for (int r = 0; r < b->nranks; r++) {
+        if (b->pidfd[r] >= 0) {
+            who[n] = r;
+            p[n++] = (struct pollfd){.fd = b->pidfd[r], .events = POLLIN};
+        }
     }
-    *boot = malloc(sizeof(**boot));
-    if (*boot == NULL) {
-        close(fd);
-        return ZC_ERR_NOMEM;
+    if (b->root_pidfd >= 0) {
+        who[n] = -2;
+        p[n++] = (struct pollfd){.fd = b->root_pidfd, .events = POLLIN};
     }
-    (*boot)->fd = fd;
-    return ZC_OK;
+    int dead = zh_boot_dead_by_pid(b);
+    if (dead != -1) {
+        return dead;
+    }
+    int bypid = 0;
+    for (int r = 0; r < b->nranks; r++) {
+        bypid += b->pidfd[r] < 0 && b->pid[r] != (int32_t)getpid();
+    }
+    if (n == 0 || poll(p, (nfds_t)n, ms) <= 0) {
+        if (n == 0 && bypid > 0 && ms > 0) {
+            usleep((useconds_t)ms * 1000); /* the grace, for the pid checks */
+        }
+        return bypid > 0 ? zh_boot_dead_by_pid(b) : -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (p[i].revents != 0) {
+            return who[i];
+        }
+    }
+    return -1;
+}
+
+/* Wait for the go while watching every peer; returns its status or an error. */
+static int zh_boot_wait_go(zh_boot_t *b, int *dead)
+{
+    uint64_t deadline = zc_time_ns() + zc_config()->connect_timeout_s * 1000000000ull;
+    while (zc_time_ns() < deadline) {
+        struct pollfd p = {.fd = b->fd, .events = POLLIN};
+        if (poll(&p, 1, 100) > 0) {
+            zh_reply_t rep;
+            if (zh_io_full(b->fd, &rep, sizeof(rep), 0) != ZC_OK || rep.magic != ZH_MSG_GO) {
+                ZC_WARN(ZC_SUB_BOOT, "no go from the root after init");
+                return ZC_ERR_IO;
+            }
+            return rep.status;
+        }
+        if ((*dead = zh_boot_dead_peer(b, 0)) != -1) {
+            return ZC_ERR_REMOTE;
+        }
+    }
+    ZC_WARN(ZC_SUB_BOOT, "no go from the root within the connect timeout");
+    return ZC_ERR_TIMEOUT;
 }
 
 int zh_boot_finish(zh_boot_t *boot, int my_status)
 {
     zh_reply_t rep = {ZH_MSG_READY, my_status, 0, 0};
+    int dead = -1;
     int st = zh_io_full(boot->fd, &rep, sizeof(rep), 1);
     if (st == ZC_OK) {
-        /* Everyone's attach may take a while (mapping); wait generously. */
-        struct pollfd pfd = {.fd = boot->fd, .events = POLLIN};
-        uint64_t cfg_ms = zc_config()->connect_timeout_s * 1000ull;
-        if (poll(&pfd, 1, (int)(cfg_ms > INT32_MAX ? INT32_MAX : cfg_ms)) <= 0 ||
-            zh_io_full(boot->fd, &rep, sizeof(rep), 0) != ZC_OK || rep.magic != ZH_MSG_GO) {
-            ZC_WARN(ZC_SUB_BOOT, "no go from the root after init");
-            st = ZC_ERR_IO;
+        st = zh_boot_wait_go(boot, &dead);
+    }
+    /* Any failure: was it a death? (a peer's exit may lag its sockets closing) */
+    if ((st != ZC_OK || my_status != ZC_OK) && dead == -1) {
+        dead = zh_boot_dead_peer(boot, ZH_DEATH_GRACE_MS);
+    }
+    if (dead != -1) {
+        if (dead == -2) {
+            ZC_WARN(ZC_SUB_BOOT, "the root died during init");
         } else {
-            st = rep.status;
+            ZC_WARN(ZC_SUB_BOOT, "rank %d (pid %d) died during init", dead, (int)boot->pid[dead]);
         }
+        st = ZC_ERR_REMOTE;
+    } else if (my_status != ZC_OK) {
+        st = my_status;
     }
     close(boot->fd);
+    for (int r = 0; r < boot->nranks; r++) {
+        if (boot->pidfd[r] >= 0) {
+            close(boot->pidfd[r]);
+        }
+    }
+    if (boot->root_pidfd >= 0) {
+        close(boot->root_pidfd);
+    }
     free(boot);
     return st;
 }

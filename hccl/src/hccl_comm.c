@@ -192,10 +192,7 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     if (ncpu > 0 && (long)nranks > ncpu && c->spin_iters > ZH_SPIN_OVERSUB) {
         c->spin_iters = ZH_SPIN_OVERSUB;
     }
-    st = zh_boot_finish(boot, local);
-    if (local != ZC_OK) {
-        st = local;
-    }
+    st = zh_boot_finish(boot, local); /* local's code, or ZC_ERR_REMOTE if a peer died */
     if (st != ZC_OK) {
         goto fail;
     }

@@ -284,7 +284,9 @@ typedef struct {
 
 int zh_boot_root_create(HcclRootInfo *info);
 /* Exchange {my entry} for the table of every rank's entry; phase 2 reports
- * my local status and returns the worst status of all ranks. */
+ * my local status and returns ZC_ERR_REMOTE when the root or a peer died
+ * during init, else my local status when it failed, else the worst status
+ * of all ranks. Codes: hccl_boot.c's header. */
 typedef struct zh_boot zh_boot_t;
 int zh_boot_join(const HcclRootInfo *info, uint32_t nranks, uint32_t rank,
                  const zh_boot_entry_t *mine, uint64_t timeout_ns, zh_boot_t **boot,

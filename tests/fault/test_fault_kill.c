@@ -11,7 +11,9 @@
  * already waiting (asleep on a futex) when it goes; for the "mid" phases it
  * queues the ops, lets them start and dies while they run; for init it dies
  * before joining, or at some point inside HcclCommInitRootInfo (a helper
- * thread runs init while the main thread dies after a delay).
+ * thread runs init while the main thread dies after a delay; in the "late"
+ * cases one survivor starts its init only after the death, so the victim,
+ * root or not, surely died inside the join).
  *
  * What a survivor checks (the victim records CLOCK_MONOTONIC just before it
  * raises the signal, in memory shared by all ranks):
@@ -24,7 +26,10 @@
  *    rank's memory and stream are released without error.
  * Init is different: a rank that never joined is indistinguishable from a
  * slow one, so init fails only after HCCL_CONNECT_TIMEOUT (3 s here) with
- * HCCL_E_TIMEOUT; the root's own death fails it with a socket error. HCCL_EXEC_TIMEOUT
+ * HCCL_E_TIMEOUT; the death of the root or of a rank that joined fails every
+ * survivor's init with HCCL_E_REMOTE within FK_INIT_DETECT_MS of the death.
+ * A root info used again after its session ended fails init at once:
+ * HCCL_E_PARA while the root's process lives, HCCL_E_REMOTE once it exited. HCCL_EXEC_TIMEOUT
  * is 30 s, so every failure seen here comes from death detection, not from
  * the timeout. Signals vary (KILL, TERM, HUP, INT, USR1, ALRM: every one of
  * them ends the process without a core dump).
@@ -53,11 +58,13 @@
 #define FK_VICTIM_SLEEP_MS 300
 #define FK_MID_SLEEP_MS 10
 #define FK_DETECT_MS 2000
+#define FK_INIT_DETECT_MS 1200 /* about a second, on a loaded box */
 #define FK_LATER_MS 500
 #define FK_CONNECT_S 3
 #define FK_BLOCK (16u << 20) /* zero-copy block: send at 0, recv at 4 MB */
 #define FK_RECV_OFF (4u << 20)
 #define FK_MID_OPS 40
+#define FK_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define FK_MID_BUF_COUNT (1u << 20) /* floats per buffered op: 4 MB */
 #define FK_MID_ZC_COUNT (1u << 20)  /* floats per zero-copy AllGather send: 4 MB */
 #define FK_SMALL 1024
@@ -102,8 +109,11 @@ typedef struct {
     int victim;
     int sig;
     int init_delay_ms; /* FK_INIT_MID: delay before the victim dies */
-    int too_late;      /* a MID victim found its ops complete already */
+    int late_rank;     /* FK_INIT_MID: this rank starts its init late_ms late (-1: none) */
+    int late_ms;
+    int too_late; /* a MID victim found its ops complete already */
     atomic_ullong death_ns;
+    atomic_ullong start_ns; /* the first rank's start (the root info is older) */
     fk_result_t res[FK_NRANKS];
 } fk_shared_t;
 
@@ -421,6 +431,9 @@ static int fk_init(fk_shared_t *sh, fk_rank_t *r, const HcclRootInfo *root, fk_r
         fk_sleep_ms(sh->init_delay_ms);
         fk_die(sh);
     }
+    if (sh->phase == FK_INIT_MID && r->rank == sh->late_rank) {
+        fk_sleep_ms(sh->late_ms); /* so the victim surely joined, and died, first */
+    }
     uint64_t t0 = fk_now_ns();
     HcclResult h = HcclCommInitRootInfo(FK_NRANKS, root, (uint32_t)r->rank, &r->comm);
     uint64_t t1 = fk_now_ns();
@@ -431,24 +444,34 @@ static int fk_init(fk_shared_t *sh, fk_rank_t *r, const HcclRootInfo *root, fk_r
     res->failed_step = sh->phase <= FK_INIT_MID ? sh->phase : -1;
     res->code = (int)h;
     int64_t took = (int64_t)(t1 - t0) / 1000000;
+    /* From the first rank's start: a lower bound of the root's age. */
+    int64_t since_start = (int64_t)(t1 - atomic_load(&sh->start_ns)) / 1000000;
     res->detect_ms = fk_since_death_ms(sh, t1);
     int64_t limit = FK_CONNECT_S * 1000 + FK_DETECT_MS;
     int ok = sh->phase <= FK_INIT_MID && took <= limit;
     if (sh->phase == FK_INIT_NOJOIN) {
-        /* Nobody can tell a rank that never comes from a slow one. The first
-         * survivor to give up leaves the root, which then fails the others
-         * with HCCL_E_REMOTE (their own deadlines were a few ms away). */
-        ok = ok && (h == HCCL_E_TIMEOUT || h == HCCL_E_REMOTE) && took >= FK_CONNECT_S * 1000 - 500;
+        /* Nobody can tell a rank that never comes from a slow one: the root
+         * gives up at its connect timeout (it started first) and fails every
+         * joined rank with HCCL_E_TIMEOUT. */
+        ok = ok && h == HCCL_E_TIMEOUT && since_start >= FK_CONNECT_S * 1000 - 100;
+    } else if (h == HCCL_E_TIMEOUT) {
+        /* A victim that died before it connected never joined: the same. */
+        ok = ok && sh->phase == FK_INIT_MID && since_start >= FK_CONNECT_S * 1000 - 100;
     } else {
-        ok = ok && (h == HCCL_E_TIMEOUT || h == HCCL_E_TCP_CONNECT || h == HCCL_E_TCP_TRANSFER ||
-                    h == HCCL_E_REMOTE || h == HCCL_E_NOT_FOUND);
+        /* A dead root or a dead joined rank: one code, about at once. */
+        ok = ok && h == HCCL_E_REMOTE && res->detect_ms >= 0 && res->detect_ms <= FK_INIT_DETECT_MS;
     }
     if (!ok) {
-        fprintf(stderr, "[rank %d] %s: init returned %d after %lld ms (limit %lld ms)\n", r->rank,
-                fk_phase_names[sh->phase], (int)h, (long long)took, (long long)limit);
+        fprintf(stderr,
+                "[rank %d] %s: init returned %d after %lld ms, %lld ms after the death (limit "
+                "%lld ms; a death must give HCCL_E_REMOTE within %d ms)\n",
+                r->rank, fk_phase_names[sh->phase], (int)h, (long long)took,
+                (long long)res->detect_ms, (long long)limit, FK_INIT_DETECT_MS);
         return -1;
     }
-    res->detect_ms = took;
+    if (h == HCCL_E_TIMEOUT) {
+        res->detect_ms = took;
+    }
     return 1;
 }
 
@@ -459,6 +482,8 @@ static int fk_rank_main(int rank, int nranks, const HcclRootInfo *root, void *ar
     fk_rank_t r;
     (void)nranks;
     res->failed_step = -1;
+    unsigned long long zero = 0;
+    atomic_compare_exchange_strong(&sh->start_ns, &zero, fk_now_ns());
     if (fk_setup(&r, rank) != 0) {
         return 1;
     }
@@ -512,7 +537,8 @@ static int fk_rank_main(int rank, int nranks, const HcclRootInfo *root, void *ar
 }
 
 /* Run one case and print its figures; returns failed survivors. */
-static int fk_run(int phase, int victim, int sig, int init_delay_ms)
+static int fk_run_late(int phase, int victim, int sig, int init_delay_ms, int late_rank,
+                       int late_ms)
 {
     fk_shared_t *sh =
         mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -522,7 +548,10 @@ static int fk_run(int phase, int victim, int sig, int init_delay_ms)
     sh->victim = victim;
     sh->sig = sig;
     sh->init_delay_ms = init_delay_ms;
+    sh->late_rank = late_rank;
+    sh->late_ms = late_ms;
     atomic_init(&sh->death_ns, 0);
+    atomic_init(&sh->start_ns, 0);
     int failed = zt_launch_procs(FK_NRANKS, fk_rank_main, sh, FK_LAUNCH_TIMEOUT_S);
     int bad = 0;
     char line[512];
@@ -554,6 +583,11 @@ static int fk_run(int phase, int victim, int sig, int init_delay_ms)
     return failed - 1 + bad;
 }
 
+static int fk_run(int phase, int victim, int sig, int init_delay_ms)
+{
+    return fk_run_late(phase, victim, sig, init_delay_ms, -1, 0);
+}
+
 static void test_kill_init_nojoin(void **state)
 {
     (void)state;
@@ -573,6 +607,91 @@ static void test_kill_init_mid(void **state)
     for (int i = 0; i < 3; i++) {
         assert_int_equal(fk_run(FK_INIT_MID, 1, SIGKILL, delays[i]), 0);
     }
+    /* A rank that joined and died while another had not come yet: rank 0
+     * waits in the join, rank 2 comes 300 ms after the death. */
+    assert_int_equal(fk_run_late(FK_INIT_MID, 1, SIGKILL, 100, 2, 400), 0);
+    /* The root's process itself, while its own init runs: at some point,
+     * and surely inside the join (rank 2 comes 300 ms after the death). */
+    assert_int_equal(fk_run(FK_INIT_MID, 0, SIGKILL, 8), 0);
+    assert_int_equal(fk_run_late(FK_INIT_MID, 0, SIGKILL, 100, 2, 400), 0);
+}
+
+/* ---- a root info used again --------------------------------------------------------- */
+
+typedef struct {
+    HcclRootInfo root; /* written by rank 0 of the first session */
+    int code[2];
+    int64_t ms[2];
+    atomic_int done; /* ranks through their second init */
+} fk_reuse_t;
+
+/* Two ranks: init, destroy, then init again with the same root info. */
+static int fk_reuse_rank(int rank, int nranks, const HcclRootInfo *root, void *arg)
+{
+    fk_reuse_t *x = arg;
+    fk_rank_t r;
+    if (fk_setup(&r, rank) != 0) {
+        return 1;
+    }
+    int bad = HcclCommInitRootInfo((uint32_t)nranks, root, (uint32_t)rank, &r.comm) != 0;
+    bad += !bad && HcclCommDestroy(r.comm) != HCCL_SUCCESS;
+    if (rank == 0) {
+        x->root = *root;
+    }
+    uint64_t t0 = fk_now_ns();
+    HcclComm again = NULL;
+    x->code[rank] = (int)HcclCommInitRootInfo((uint32_t)nranks, root, (uint32_t)rank, &again);
+    x->ms[rank] = (int64_t)(fk_now_ns() - t0) / 1000000;
+    /* The root's process (rank 0) stays until both tried: it is alive here. */
+    atomic_fetch_add(&x->done, 1);
+    while (atomic_load(&x->done) < nranks) {
+        fk_sleep_ms(1);
+    }
+    r.comm = NULL;
+    return bad + (fk_teardown(&r) != 0);
+}
+
+/* A process that joins with a root info whose root process has exited. */
+static int fk_reuse_late(int rank, int nranks, const HcclRootInfo *root, void *arg)
+{
+    fk_reuse_t *x = arg;
+    (void)root;
+    (void)nranks;
+    fk_rank_t r;
+    if (fk_setup(&r, rank) != 0) {
+        return 1;
+    }
+    uint64_t t0 = fk_now_ns();
+    HcclComm c = NULL;
+    x->code[rank] = (int)HcclCommInitRootInfo(2, &x->root, (uint32_t)rank, &c);
+    x->ms[rank] = (int64_t)(fk_now_ns() - t0) / 1000000;
+    return fk_teardown(&r) != 0;
+}
+
+static void test_kill_init_reuse(void **state)
+{
+    (void)state;
+    fk_reuse_t *x =
+        mmap(NULL, sizeof(*x), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(x != MAP_FAILED);
+    memset(x, 0, sizeof(*x));
+    assert_int_equal(zt_launch_procs(2, fk_reuse_rank, x, FK_LAUNCH_TIMEOUT_S), 0);
+    printf("root info reused, root alive: codes %d/%d after %lld/%lld ms\n", x->code[0], x->code[1],
+           (long long)x->ms[0], (long long)x->ms[1]);
+    int alive[2] = {x->code[0], x->code[1]};
+    int64_t alive_ms = FK_MAX(x->ms[0], x->ms[1]);
+    /* Its root process exited with the first launch: two new processes. */
+    assert_int_equal(zt_launch_procs(2, fk_reuse_late, x, FK_LAUNCH_TIMEOUT_S), 0);
+    printf("root info reused, root gone: codes %d/%d after %lld/%lld ms\n", x->code[0], x->code[1],
+           (long long)x->ms[0], (long long)x->ms[1]);
+    fflush(stdout);
+    assert_int_equal(alive[0], HCCL_E_PARA);
+    assert_int_equal(alive[1], HCCL_E_PARA);
+    assert_true(alive_ms < 1000);
+    assert_int_equal(x->code[0], HCCL_E_REMOTE);
+    assert_int_equal(x->code[1], HCCL_E_REMOTE);
+    assert_true(FK_MAX(x->ms[0], x->ms[1]) < 1000);
+    munmap(x, sizeof(*x));
 }
 
 static void test_kill_steady(void **state)
@@ -637,12 +756,13 @@ int main(void)
     setenv("HCCL_CONNECT_TIMEOUT", "3", 1);
     setenv("HCCL_BUFFSIZE", "1", 1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kill_init_nojoin),  cmocka_unit_test(test_kill_init_root),
-        cmocka_unit_test(test_kill_init_mid),     cmocka_unit_test(test_kill_steady),
-        cmocka_unit_test(test_kill_set_range),    cmocka_unit_test(test_kill_activate),
-        cmocka_unit_test(test_kill_op_zero_copy), cmocka_unit_test(test_kill_op_buffered),
-        cmocka_unit_test(test_kill_barrier),      cmocka_unit_test(test_kill_send_recv),
-        cmocka_unit_test(test_kill_mid_buffered), cmocka_unit_test(test_kill_mid_zero_copy),
+        cmocka_unit_test(test_kill_init_nojoin),   cmocka_unit_test(test_kill_init_root),
+        cmocka_unit_test(test_kill_init_mid),      cmocka_unit_test(test_kill_init_reuse),
+        cmocka_unit_test(test_kill_steady),        cmocka_unit_test(test_kill_set_range),
+        cmocka_unit_test(test_kill_activate),      cmocka_unit_test(test_kill_op_zero_copy),
+        cmocka_unit_test(test_kill_op_buffered),   cmocka_unit_test(test_kill_barrier),
+        cmocka_unit_test(test_kill_send_recv),     cmocka_unit_test(test_kill_mid_buffered),
+        cmocka_unit_test(test_kill_mid_zero_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

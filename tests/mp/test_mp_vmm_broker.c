@@ -55,7 +55,7 @@ static char seg_tag(int fd)
 }
 
 /* Raw client: connect to pid's broker (no credential check of our own). */
-static int raw_connect(int32_t pid)
+static int raw_connect(uint64_t token)
 {
     int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (s < 0) {
@@ -63,11 +63,12 @@ static int raw_connect(int32_t pid)
     }
     struct timeval tv = {.tv_sec = 5, .tv_usec = 0};
     setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    /* The documented name: "\0zccl-broker-<pid>" in the abstract namespace. */
+    /* The documented name: "\0zccl-broker-<pid>-<nonce>" in the abstract namespace. */
     struct sockaddr_un a;
     memset(&a, 0, sizeof(a));
     a.sun_family = AF_UNIX;
-    int n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "zccl-broker-%d", (int)pid);
+    int n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "zccl-broker-%d-%05x",
+                     (int)zccl_broker_token_pid(token), (unsigned)zccl_broker_token_nonce(token));
     socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
     if (connect(s, (struct sockaddr *)&a, alen) != 0) {
         close(s);
@@ -78,12 +79,12 @@ static int raw_connect(int32_t pid)
 
 /*
  * Send n raw bytes, read the answer. Returns the answer's status, 1 when the
- * broker closed without answering, 2 on a malformed answer or one carrying
+ * broker closed (or reset) without answering, 2 on a malformed answer or one carrying
  * an fd, 3 when the request could not be sent.
  */
-static int raw_exchange(int32_t pid, const void *buf, size_t n)
+static int raw_exchange(uint64_t token, const void *buf, size_t n)
 {
-    int s = raw_connect(pid);
+    int s = raw_connect(token);
     if (s < 0) {
         return 3;
     }
@@ -98,8 +99,8 @@ static int raw_exchange(int32_t pid, const void *buf, size_t n)
         .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)};
     ssize_t r = recvmsg(s, &msg, MSG_CMSG_CLOEXEC);
     close(s);
-    if (r == 0) {
-        return 1;
+    if (r <= 0) {
+        return 1; /* closed (or reset) without an answer */
     }
     if (r != (ssize_t)sizeof(resp) || resp.magic != VMM_BROKER_MAGIC ||
         CMSG_FIRSTHDR(&msg) != NULL) {
@@ -120,13 +121,12 @@ static int kid_garbage(int sock, void *arg)
     (void)arg;
     offer_msg_t m;
     ZT_KCHECK(zt_msg_get(sock, &m, sizeof(m)) == 0);
-    int32_t owner = zccl_broker_token_pid(m.token);
 
     char junk[100];
     memset(junk, 0xab, sizeof(junk));
-    ZT_KCHECK(raw_exchange(owner, junk, sizeof(vmm_broker_req_t)) == ZC_ERR_INVAL); /* magic */
-    ZT_KCHECK(raw_exchange(owner, junk, 3) == ZC_ERR_INVAL);                        /* truncated */
-    ZT_KCHECK(raw_exchange(owner, junk, sizeof(junk)) == ZC_ERR_INVAL);             /* oversized */
+    ZT_KCHECK(raw_exchange(m.token, junk, sizeof(vmm_broker_req_t)) == ZC_ERR_INVAL); /* magic */
+    ZT_KCHECK(raw_exchange(m.token, junk, 3) == ZC_ERR_INVAL);            /* truncated */
+    ZT_KCHECK(raw_exchange(m.token, junk, sizeof(junk)) == ZC_ERR_INVAL); /* oversized */
     vmm_broker_req_t req = {.magic = VMM_BROKER_MAGIC,
                             .version = VMM_BROKER_VERSION,
                             .op = VMM_BROKER_OP_FETCH,
@@ -134,28 +134,28 @@ static int kid_garbage(int sock, void *arg)
     char big[sizeof(req) + 8];
     memcpy(big, &req, sizeof(req));
     memset(big + sizeof(req), 0, 8);
-    ZT_KCHECK(raw_exchange(owner, big, sizeof(big)) == ZC_ERR_INVAL); /* valid, plus a tail */
-    ZT_KCHECK(raw_exchange(owner, &req, sizeof(req) - 1) == ZC_ERR_INVAL);
+    ZT_KCHECK(raw_exchange(m.token, big, sizeof(big)) == ZC_ERR_INVAL); /* valid, plus a tail */
+    ZT_KCHECK(raw_exchange(m.token, &req, sizeof(req) - 1) == ZC_ERR_INVAL);
     vmm_broker_req_t bad = req;
     bad.magic ^= 1;
-    ZT_KCHECK(raw_exchange(owner, &bad, sizeof(bad)) == ZC_ERR_INVAL);
+    ZT_KCHECK(raw_exchange(m.token, &bad, sizeof(bad)) == ZC_ERR_INVAL);
     bad = req;
     bad.version = 99;
-    ZT_KCHECK(raw_exchange(owner, &bad, sizeof(bad)) == ZC_ERR_INVAL);
+    ZT_KCHECK(raw_exchange(m.token, &bad, sizeof(bad)) == ZC_ERR_INVAL);
     bad = req;
     bad.op = 7;
-    ZT_KCHECK(raw_exchange(owner, &bad, sizeof(bad)) == ZC_ERR_INVAL);
+    ZT_KCHECK(raw_exchange(m.token, &bad, sizeof(bad)) == ZC_ERR_INVAL);
     bad = req;
     bad.token ^= 0x10; /* well formed, unknown offer */
-    ZT_KCHECK(raw_exchange(owner, &bad, sizeof(bad)) == ZC_ERR_NOT_FOUND);
+    ZT_KCHECK(raw_exchange(m.token, &bad, sizeof(bad)) == ZC_ERR_NOT_FOUND);
     /* Hang up without a word, a few times. */
     for (int i = 0; i < 3; i++) {
-        int s = raw_connect(owner);
+        int s = raw_connect(m.token);
         ZT_KCHECK(s >= 0);
         close(s);
     }
     /* The raw proper request is answered with the fd. */
-    int s = raw_connect(owner);
+    int s = raw_connect(m.token);
     ZT_KCHECK(s >= 0);
     ZT_KCHECK(send(s, &req, sizeof(req), MSG_NOSIGNAL) == (ssize_t)sizeof(req));
     vmm_broker_resp_t resp;
@@ -173,15 +173,14 @@ static int kid_garbage(int sock, void *arg)
     close(rfd);
     close(s);
 
-    /* A silent client holds a connection: a proper fetch still completes
-     * (after the broker's receive timeout at worst). */
-    int silent = raw_connect(owner);
+    /* A silent client holds a connection: a proper fetch still completes at once. */
+    int silent = raw_connect(m.token);
     ZT_KCHECK(silent >= 0);
     uint64_t t0 = zc_time_ns();
     int fd = -1;
     size_t size = 0;
     ZT_KCHECK(zccl_broker_fetch(m.token, &fd, &size) == ZC_OK);
-    ZT_KCHECK(zc_time_ns() - t0 < (uint64_t)(VMM_BROKER_SERVER_TIMEOUT_S + 2) * 1000000000ull);
+    ZT_KCHECK(zc_time_ns() - t0 < 2000000000ull); /* served concurrently, not after it */
     ZT_KCHECK(size == SEG && seg_tag(fd) == m.tag);
     close(fd);
     close(silent);
@@ -218,12 +217,14 @@ static int kid_other_uid(int sock, void *arg)
     offer_msg_t m;
     ZT_KCHECK(zt_msg_get(sock, &m, sizeof(m)) == 0);
     ZT_KCHECK(setgid(65534) == 0 && setuid(65534) == 0);
-    /* The broker refuses another uid even though the offer validates no pid... */
+    /* The broker drops another uid at accept, unanswered, even though the
+     * offer validates no pid... */
     vmm_broker_req_t req = {.magic = VMM_BROKER_MAGIC,
                             .version = VMM_BROKER_VERSION,
                             .op = VMM_BROKER_OP_FETCH,
                             .token = m.token};
-    ZT_KCHECK(raw_exchange(zccl_broker_token_pid(m.token), &req, sizeof(req)) == ZC_ERR_PERM);
+    int r = raw_exchange(m.token, &req, sizeof(req));
+    ZT_KCHECK(r == 1 || r == 3); /* closed before or after our request, never answered */
     /* ... and a client refuses a broker that runs under another uid. */
     int fd = -1;
     size_t size = 0;

@@ -3,7 +3,8 @@
  *
  * Protocol: the exporter offers the handle's memfd to its broker
  * (zccl_broker_offer) and hands out the offer's token. A DEFAULT shareable
- * handle is that uint64_t token ((pid << 42) | 42 random bits); a FABRIC
+ * handle is that uint64_t token (pid, broker nonce, offer serial: see
+ * vmm_share.h); a FABRIC
  * handle is a vmm_fabric_t (magic, version, token, host id, size) in the
  * 128-byte aclrtMemFabricHandle. SetPid adds pids to the offer's allow list
  * (the broker enforces it unless the export disabled pid validation). An
@@ -224,7 +225,7 @@ ZC_EXPORT aclError aclrtMemSetPidToShareableHandleV2(void *shareableHandle,
 static aclError vmm_import(uint64_t token, int dev, const char *what, aclrtDrvMemHandle *handle)
 {
     int32_t owner = zccl_broker_token_pid(token);
-    if (owner <= 0 || (token & VMM_TOKEN_SERIAL_MASK) == 0) {
+    if (owner <= 0 || (token & VMM_TOKEN_OFFER_MASK) == 0) {
         ZC_WARN(ZC_SUB_VMM, "%s: 0x%016llx is not a shareable handle", what,
                 (unsigned long long)token);
         return ACL_ERROR_INVALID_PARAM;

@@ -72,6 +72,12 @@ int vmm_device_current(void);
  */
 int vmm_mem_lookup(const void *ptr, int *fd, size_t *offset, size_t *size);
 
+/**
+ * aclrtFree of [base, base+size) (an aclrtMalloc block): withdraw the broker
+ * offers of IPC keys exported from it. Registry lock NOT held.
+ */
+void vmm_ipc_mem_freed(uintptr_t base, size_t size);
+
 /* ---- streams (vmm_stream.c) -------------------------------------------------------- */
 
 typedef struct vmm_stream vmm_stream_t;

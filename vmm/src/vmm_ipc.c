@@ -13,6 +13,23 @@
  * through the exporter's broker, maps the page-aligned range MAP_SHARED and
  * returns the address of the key's first byte.
  *
+ * What an importer gets: the broker offer records the exported {offset,
+ * size}; an importer asks for the range its key names, and the exporter's
+ * broker hands out the fd only when that is exactly the exported range (a key
+ * edited to reach more of the allocation is refused there, logged on both
+ * sides, ACL_ERROR_INVALID_PARAM for the importer); zccl maps only the pages
+ * the range touches.
+ * The residual, which no host can close without copying: the fd passed is the
+ * whole memfd of the allocation (a memfd cannot be cut to a sub-range), so an
+ * importer on the allow list that asks for the exact range and then mmaps the
+ * fd itself can read all of that one allocation (never another one); and page
+ * granularity shows the rest of the first and last page of an unaligned
+ * range. Export a whole, page-aligned allocation to share nothing else.
+ *
+ * aclrtFree of memory with live export keys withdraws their offers (later
+ * imports fail with ACL_ERROR_RT_IPC_ERROR; the exporter logs it once);
+ * aclrtIpcMemClose of such a key afterwards still succeeds.
+ *
  * aclrtIpcMemClose(key): in an importer, drop one import (the same key
  * imported twice in one process gives the same address and needs two
  * closes; the last one unmaps); in the exporter, withdraw the offer, so later
@@ -50,6 +67,8 @@ typedef struct vmm_ipc_export vmm_ipc_export_t;
 struct vmm_ipc_export {
     vmm_ipc_export_t *next;
     uint64_t token;
+    uintptr_t ptr; /* devPtr exported */
+    int freed;     /* its memory was freed: the offer is withdrawn already */
 };
 
 typedef struct vmm_ipc_import vmm_ipc_import_t;
@@ -200,7 +219,7 @@ ZC_EXPORT aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key,
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
     int validate = (flags & ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION) == 0;
-    int st = zccl_broker_offer(fd, (size_t)stbuf.st_size, validate, &e->token);
+    int st = vmm_broker_offer_range(fd, (size_t)stbuf.st_size, off, size, validate, &e->token);
     close(fd); /* the broker keeps its own dup */
     if (st != ZC_OK) {
         free(e);
@@ -208,6 +227,7 @@ ZC_EXPORT aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key,
     }
     snprintf(key, len, VMM_IPC_KEY_FMT, (unsigned long long)e->token, (unsigned long long)off,
              (unsigned long long)size);
+    e->ptr = (uintptr_t)devPtr;
     vmm_lock();
     e->next = vmm_ipc_exports;
     vmm_ipc_exports = e;
@@ -240,9 +260,11 @@ ZC_EXPORT aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t
     while (e != NULL && e->token != token) {
         e = e->next;
     }
-    if (e == NULL) {
-        ZC_WARN(ZC_SUB_VMM, "%s: key %s was not exported by this process (or was closed)", what,
-                key);
+    if (e == NULL || e->freed) {
+        ZC_WARN(ZC_SUB_VMM,
+                "%s: key %s was not exported by this process (or was closed, or "
+                "its memory freed)",
+                what, key);
         err = ACL_ERROR_INVALID_PARAM;
     } else {
         err = vmm_status_to_acl(zccl_broker_allow(token, pid, num));
@@ -258,8 +280,12 @@ static aclError vmm_ipc_map(const char *key, uint64_t token, uint64_t off, uint6
     const char *what = "aclrtIpcMemImportByKey";
     int fd = -1;
     size_t fsize = 0;
-    int st = zccl_broker_fetch(token, &fd, &fsize);
+    /* The exporter's broker hands the fd only for exactly the exported range. */
+    int st = vmm_broker_fetch_range(token, off, size, &fd, &fsize);
     if (st != ZC_OK) {
+        if (st == ZC_ERR_INVAL) {
+            return ACL_ERROR_INVALID_PARAM; /* another range than exported (logged) */
+        }
         if (st == ZC_ERR_PERM || st == ZC_ERR_PTR || st == ZC_ERR_NOMEM || st == ZC_ERR_SYS) {
             return vmm_status_to_acl(st);
         }
@@ -410,7 +436,9 @@ ZC_EXPORT aclError aclrtIpcMemClose(const char *key)
         free(gone_imp);
     }
     if (gone_exp != NULL) {
-        (void)zccl_broker_withdraw(gone_exp->token);
+        if (!gone_exp->freed) {
+            (void)zccl_broker_withdraw(gone_exp->token);
+        }
         free(gone_exp);
     }
     if (err != ACL_SUCCESS) {
@@ -418,4 +446,34 @@ ZC_EXPORT aclError aclrtIpcMemClose(const char *key)
                 key);
     }
     return err;
+}
+
+void vmm_ipc_mem_freed(uintptr_t base, size_t size)
+{
+    uint64_t gone[16];
+    size_t n = 0;
+    size_t more = 0;
+    do {
+        n = 0;
+        more = 0;
+        vmm_lock();
+        for (vmm_ipc_export_t *e = vmm_ipc_exports; e != NULL; e = e->next) {
+            if (!e->freed && e->ptr >= base && e->ptr - base < size) {
+                if (n < sizeof(gone) / sizeof(gone[0])) {
+                    e->freed = 1;
+                    gone[n++] = e->token;
+                } else {
+                    more++;
+                }
+            }
+        }
+        vmm_unlock();
+        for (size_t i = 0; i < n; i++) {
+            (void)zccl_broker_withdraw(gone[i]);
+            ZC_WARN(ZC_SUB_VMM,
+                    "aclrtFree: memory at 0x%lx is freed with IPC key token 0x%016llx still "
+                    "exported: key withdrawn (later imports fail)",
+                    (unsigned long)base, (unsigned long long)gone[i]);
+        }
+    } while (more > 0);
 }

@@ -222,6 +222,7 @@ ZC_EXPORT aclError aclrtFree(void *devPtr)
         ZC_WARN(ZC_SUB_MEM, "aclrtFree: %p is not the start of an aclrtMalloc block", devPtr);
         return ACL_ERROR_INVALID_PARAM;
     }
+    vmm_ipc_mem_freed(b.base, b.size); /* its IPC keys die with it */
     munmap((void *)b.base, b.size);
     close(b.fd);
     return ACL_SUCCESS;

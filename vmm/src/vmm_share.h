@@ -17,10 +17,13 @@
  * (vmm_broker.c registers the handlers), so a forked child finds them free.
  *
  * Broker wire protocol (SOCK_SEQPACKET, one request per connection): the
- * client sends a vmm_broker_req_t; the broker answers with a
- * vmm_broker_resp_t, carrying the fd with SCM_RIGHTS when status is ZC_OK.
- * Anything else (wrong length, magic, version or op) is answered with
- * ZC_ERR_INVAL and the connection is closed.
+ * broker drops a client of another uid at accept, unanswered; the client
+ * sends a vmm_broker_req_t (op FETCH), or a vmm_broker_range_req_t (op
+ * FETCH_RANGE) for an offer made with a range, which is granted only when it
+ * names exactly that range; the broker answers with a vmm_broker_resp_t,
+ * carrying the fd with SCM_RIGHTS when status is ZC_OK. Anything else (wrong
+ * length, magic, version or op) is answered with ZC_ERR_INVAL and the
+ * connection is closed.
  */
 #ifndef VMM_SHARE_H
 #define VMM_SHARE_H
@@ -36,15 +39,25 @@
 /* ---- broker protocol ------------------------------------------------------ */
 
 #define VMM_BROKER_MAGIC 0x5a43424bu /* "ZCBK" */
-#define VMM_BROKER_VERSION 1u
+#define VMM_BROKER_VERSION 2u
 #define VMM_BROKER_OP_FETCH 1u
-/* Seconds a fetching client waits for connect, send and the answer. */
+#define VMM_BROKER_OP_FETCH_RANGE 2u /* an offer made with a range: ask for exactly it */
+/* Seconds a fetch may take in all: connect, request and answer, retried in
+ * attempts of VMM_BROKER_ATTEMPT_MS while the owner is alive but slow. */
 #define VMM_BROKER_CLIENT_TIMEOUT_S 5
-/* Seconds the broker waits for one client's request or for its answer to go. */
-#define VMM_BROKER_SERVER_TIMEOUT_S 2
-/* The token's low bits are random; the owner's pid sits above them. */
+#define VMM_BROKER_ATTEMPT_MS 1000
+/* Milliseconds the broker gives one client, from accept, to send its request;
+ * clients are served concurrently, at most VMM_BROKER_MAX_CLIENTS at once. */
+#define VMM_BROKER_REQ_MS 500
+#define VMM_BROKER_MAX_CLIENTS 64
+/* Token: owner pid (22 bits) | broker nonce (20 bits) | offer serial (22 bits).
+ * The nonce is the random part of the broker's socket name, so a fetcher that
+ * holds a token knows the name and nobody can bind it in advance. */
 #define VMM_TOKEN_PID_SHIFT 42
 #define VMM_TOKEN_SERIAL_MASK ((UINT64_C(1) << VMM_TOKEN_PID_SHIFT) - 1)
+#define VMM_TOKEN_NONCE_SHIFT 22
+#define VMM_TOKEN_NONCE_MASK ((UINT32_C(1) << 20) - 1)
+#define VMM_TOKEN_OFFER_MASK ((UINT64_C(1) << VMM_TOKEN_NONCE_SHIFT) - 1)
 
 typedef struct {
     uint32_t magic;   /* VMM_BROKER_MAGIC */
@@ -55,20 +68,59 @@ typedef struct {
 _Static_assert(sizeof(vmm_broker_req_t) == 16, "broker request layout is fixed");
 
 typedef struct {
+    vmm_broker_req_t head; /* op VMM_BROKER_OP_FETCH_RANGE */
+    uint64_t offset;       /* the range the asker's key names */
+    uint64_t length;
+} vmm_broker_range_req_t;
+_Static_assert(sizeof(vmm_broker_range_req_t) == 32, "broker range request layout is fixed");
+
+typedef struct {
     uint32_t magic;    /* VMM_BROKER_MAGIC */
     uint16_t version;  /* VMM_BROKER_VERSION */
     uint16_t reserved; /* 0 */
     int32_t status;    /* zc_status_t: ZC_OK (fd attached) or the refusal */
     uint32_t reserved2;
-    uint64_t size; /* bytes offered, when status is ZC_OK */
+    uint64_t size;   /* bytes of the fd, when status is ZC_OK */
+    uint64_t offset; /* the range granted inside the fd (0 and size for a plain fetch) */
+    uint64_t length;
 } vmm_broker_resp_t;
-_Static_assert(sizeof(vmm_broker_resp_t) == 24, "broker response layout is fixed");
+_Static_assert(sizeof(vmm_broker_resp_t) == 40, "broker response layout is fixed");
 
 /**
- * Fill addr with the abstract socket name "\0zccl-broker-<pid>".
+ * Fill addr with the abstract socket name of the broker that made token:
+ * "\0zccl-broker-<pid>-<nonce>" (nonce: 5 lowercase hex digits).
  * @return the address length to pass to bind/connect.
  */
-socklen_t vmm_broker_addr(int32_t pid, struct sockaddr_un *addr);
+socklen_t vmm_broker_addr(uint64_t token, struct sockaddr_un *addr);
+
+/**
+ * Offer [off, off+len) of fd (fsize bytes): the broker hands the fd only to
+ * a VMM_BROKER_OP_FETCH_RANGE request naming exactly that range (a plain
+ * fetch or another range is refused with ZC_ERR_INVAL), and importers map
+ * only it. zccl_broker_offer offers all of an fd, for plain fetches.
+ */
+int vmm_broker_offer_range(int fd, size_t fsize, uint64_t off, uint64_t len, int validate_pid,
+                           uint64_t *token);
+
+/** Fetch the fd of a ranged offer, asking for [off, off+len); fsize: the fd's bytes. */
+int vmm_broker_fetch_range(uint64_t token, uint64_t off, uint64_t len, int *fd, size_t *fsize);
+
+/* What a fetcher asks: a plain fetch (ranged 0) or exactly [off, off+len). */
+typedef struct {
+    int ranged;
+    uint64_t off;
+    uint64_t len;
+} vmm_ask_t;
+
+/**
+ * Check ask against an offer's range; ZC_OK or ZC_ERR_INVAL (logged, naming
+ * who asked). Used by the broker and by local fetches.
+ */
+int vmm_offer_check_ask(int ranged, uint64_t off, uint64_t len, uint64_t token,
+                        const vmm_ask_t *ask, int32_t pid);
+
+/** Local fetch of one of this process's offers. Broker lock NOT held. */
+int vmm_broker_fetch_local(uint64_t token, const vmm_ask_t *ask, int *fd, size_t *fsize);
 
 /** Registers the fork handlers once (a constructor of vmm_broker.c calls it). */
 void vmm_fork_init(void);

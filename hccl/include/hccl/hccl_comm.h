@@ -111,9 +111,20 @@ HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo);
  * @param rootInfo rendezvous information from HcclGetRootInfo().
  * @param rank this process's rank, in [0, nRanks).
  * @param comm receives the new communicator on success.
+ * Joining is tied to the root info and to the caller's uid: the root
+ * refuses a process of another uid, and one that cannot prove it holds this
+ * root info's unique id (which never crosses the wire); a refused join
+ * changes nothing for the real ranks.
+ *
  * @return HCCL_SUCCESS; HCCL_E_PTR if a pointer is NULL; HCCL_E_PARA if
- *         @p nRanks is 0 or @p rank is out of range or peers disagree;
- *         HCCL_E_TIMEOUT if not every rank joins in time.
+ *         @p nRanks is 0 or @p rank is out of range or peers disagree, or at
+ *         once when the root refuses this process (another uid, a root info
+ *         of another session) or the root info's session is over (it was
+ *         used up or timed out; the root's process still runs);
+ *         HCCL_E_REMOTE within about a second when the root's process or a
+ *         rank that had joined dies during init (every survivor gets this
+ *         one code), or a peer's init failed; HCCL_E_TIMEOUT if not every
+ *         rank joins within HCCL_CONNECT_TIMEOUT.
  */
 HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
                                 HcclComm *comm);

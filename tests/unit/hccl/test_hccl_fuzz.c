@@ -3,18 +3,19 @@
  * random loop each, then checking that real clients are still served:
  *
  *  - the root listener (HcclGetRootInfo): its address is read from the root
- *    info as a client would (IP string at offset 0; at offset 64 a record
- *    {uint32 magic, uint16 port, ...} with the 16-byte unique id at 88).
- *    FZ_ROOT_ITERS connections send random bytes, hellos with a random
- *    unique id, truncated hellos carrying the right id, wrong magic or
- *    version with the right id, or nothing. None of these may join or fail
- *    the rendezvous. Then a silent client holds a connection open while two
- *    thread ranks run a real HcclCommInitRootInfo on the same root info and
- *    an AllReduce: it must work (the silent client costs the listener its
- *    2 s read timeout, no more). Finally, a hello that carries the right
- *    unique id but an impossible rank must fail the whole rendezvous at once
- *    (HCCL_E_PARA for the real ranks, no wait for the connect timeout).
- *  - the broker of this process ("\0zccl-broker-<pid>", SOCK_SEQPACKET):
+ *    info as a client would (hccl_boot.h: IP string at offset 0, the record
+ *    at 64). Every connection first gets the challenge; FZ_ROOT_ITERS
+ *    connections then send random bytes, hellos with a wrong proof (another
+ *    session's unique id), truncated hellos with the right proof, wrong
+ *    magic or version, or nothing. None of these may join or fail the
+ *    rendezvous; the only answer any may get is a refusal (ZC_ERR_INVAL).
+ *    Then a silent client holds a connection open while two thread ranks
+ *    run a real HcclCommInitRootInfo on the same root info and an
+ *    AllReduce: it must work, without waiting for the silent client.
+ *    Finally, a hello with the right proof but an impossible rank must fail
+ *    the whole rendezvous at once (HCCL_E_PARA for the real ranks, no wait
+ *    for the connect timeout).
+ *  - the broker of this process ("\0zccl-broker-<pid>-<nonce>", SOCK_SEQPACKET):
  *    FZ_BROKER_ITERS connections send random bytes, random 16-byte requests,
  *    valid headers with random tokens, wrong versions or ops, truncated or
  *    oversized copies of a valid request for a real offer, valid requests
@@ -24,7 +25,7 @@
  *    (the broker runs in this process, so a leaked fd shows). Then a forked
  *    child fetches the offer and imports an exported physical allocation
  *    through the broker and checks their contents.
- * The hello layout below mirrors hccl_boot.c's (a unit test may know it).
+ * The wire layout comes from hccl_boot.h (a unit test may know it).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -48,6 +49,7 @@
 #include <unistd.h>
 
 #include "hccl/hccl.h"
+#include "hccl_boot.h"
 #include "vmm_share.h"
 #include "zc/status.h"
 #include "zccl/vmm_ext.h"
@@ -55,24 +57,7 @@
 #define FZ_ROOT_ITERS 400
 #define FZ_BROKER_ITERS 600
 #define FZ_SEED 0x5eedf00dULL
-#define FZ_RI_REC 64
-#define FZ_RI_UUID (FZ_RI_REC + 24)
-#define FZ_HELLO_MAGIC 0x5a434248u /* mirrors hccl_boot.c */
-#define FZ_HELLO_VERSION 1u
 #define FZ_SEG 8192
-
-/* A hello as hccl_boot.c sends it. */
-typedef struct {
-    uint32_t magic;
-    uint32_t version;
-    uint8_t uuid[16];
-    uint32_t nranks;
-    uint32_t rank;
-    int32_t pid;
-    int32_t device;
-    uint64_t host_id;
-    uint64_t ctrl_token;
-} fz_hello_t;
 
 static uint64_t fz_state = FZ_SEED;
 
@@ -115,14 +100,15 @@ static int fz_count_fds(void)
 
 /* ---- root listener ---------------------------------------------------------------- */
 
-static int fz_root_connect(const HcclRootInfo *ri)
+/* Connect and read the challenge; returns the socket or -1. */
+static int fz_root_connect(const HcclRootInfo *ri, zh_chal_t *ch)
 {
-    uint16_t port = 0;
-    memcpy(&port, ri->internal + FZ_RI_REC + 4, sizeof(port));
+    zh_rootrec_t rec;
+    memcpy(&rec, ri->internal + ZH_RI_OFFSET, sizeof(rec));
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
-    sa.sin_port = htons(port);
+    sa.sin_port = htons(rec.port);
     if (inet_pton(AF_INET, ri->internal, &sa.sin_addr) != 1) {
         return -1;
     }
@@ -130,61 +116,70 @@ static int fz_root_connect(const HcclRootInfo *ri)
     if (fd < 0) {
         return -1;
     }
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+    struct timeval tv = {3, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        recv(fd, ch, sizeof(*ch), MSG_WAITALL) != (ssize_t)sizeof(*ch) ||
+        ch->magic != ZH_MSG_CHAL) {
         close(fd);
         return -1;
     }
     return fd;
 }
 
-static void fz_hello(const HcclRootInfo *ri, fz_hello_t *h, int right_uuid)
+/* A hello for ri answering ch; right_proof = 0 gives it a wrong proof. */
+static void fz_hello(const HcclRootInfo *ri, const zh_chal_t *ch, zh_hello_t *h, int right_proof)
 {
+    zh_rootrec_t rec;
+    memcpy(&rec, ri->internal + ZH_RI_OFFSET, sizeof(rec));
     fz_fill(h, sizeof(*h));
-    h->magic = FZ_HELLO_MAGIC;
-    h->version = FZ_HELLO_VERSION;
-    if (right_uuid) {
-        memcpy(h->uuid, ri->internal + FZ_RI_UUID, sizeof(h->uuid));
+    h->magic = ZH_MSG_HELLO;
+    h->version = ZH_BOOT_VERSION;
+    if (right_proof) {
+        zh_hello_mac(rec.uuid, ch->nonce, h, h->mac);
+    } else {
+        uint8_t other[16];
+        fz_fill(other, sizeof(other));
+        zh_hello_mac(other, ch->nonce, h, h->mac);
     }
 }
 
-/* One garbage connection; returns 0 or -1 when the listener was not there. */
+/* One garbage connection; returns 0 or -1 when the listener misbehaved. */
 static int fz_root_garbage(const HcclRootInfo *ri, int kind)
 {
-    int fd = fz_root_connect(ri);
+    zh_chal_t ch;
+    int fd = fz_root_connect(ri, &ch);
     if (fd < 0) {
-        fprintf(stderr, "root fuzz: connect failed (%s)\n", strerror(errno));
+        fprintf(stderr, "root fuzz: connect or challenge failed (%s)\n", strerror(errno));
         return -1;
     }
     unsigned char buf[512];
     size_t n = 0;
-    fz_hello_t h;
+    zh_hello_t h;
     switch (kind) {
     case 0: /* random bytes, any length */
         n = fz_rand() % sizeof(buf);
         fz_fill(buf, n);
         break;
-    case 1: /* a whole hello for another rendezvous */
-        fz_hello(ri, &h, 0);
+    case 1: /* a whole hello with the proof of another session */
+        fz_hello(ri, &ch, &h, 0);
         memcpy(buf, &h, sizeof(h));
         n = sizeof(h);
         break;
-    case 2: /* the right unique id, cut short */
-        fz_hello(ri, &h, 1);
+    case 2: /* the right proof, cut short */
+        fz_hello(ri, &ch, &h, 1);
         memcpy(buf, &h, sizeof(h));
         n = fz_rand() % sizeof(h);
         break;
-    case 3: /* the right unique id, wrong magic */
-        fz_hello(ri, &h, 1);
-        h.magic = (uint32_t)fz_rand() | 1u;
-        if (h.magic == FZ_HELLO_MAGIC) {
-            h.magic ^= 2u;
-        }
+    case 3: /* wrong magic (the proof was made before the change) */
+        fz_hello(ri, &ch, &h, 1);
+        h.magic ^= 1u + (uint32_t)(fz_rand() % 0xffff);
         memcpy(buf, &h, sizeof(h));
         n = sizeof(h);
         break;
-    case 4: /* the right unique id, another version */
-        fz_hello(ri, &h, 1);
-        h.version = FZ_HELLO_VERSION + 1 + (uint32_t)(fz_rand() % 1000);
+    case 4: /* another version */
+        fz_hello(ri, &ch, &h, 0);
+        h.version = ZH_BOOT_VERSION + 1 + (uint32_t)(fz_rand() % 1000);
         memcpy(buf, &h, sizeof(h));
         n = sizeof(h);
         break;
@@ -195,16 +190,17 @@ static int fz_root_garbage(const HcclRootInfo *ri, int kind)
         (void)send(fd, buf, n, MSG_NOSIGNAL);
     }
     shutdown(fd, SHUT_WR);
-    /* The listener answers garbage with nothing: it just closes. */
-    struct timeval tv = {3, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    ssize_t r = recv(fd, buf, sizeof(buf), 0);
+    /* The listener answers garbage with nothing or a refusal, never a table. */
+    ssize_t r = recv(fd, buf, sizeof(buf), MSG_WAITALL);
     close(fd);
-    if (r > 0) {
-        fprintf(stderr, "root fuzz: kind %d got a %zd-byte answer\n", kind, r);
-        return -1;
+    zh_reply_t rep;
+    memcpy(&rep, buf, sizeof(rep));
+    if (r == 0 || (r == (ssize_t)sizeof(rep) && n >= sizeof(zh_hello_t) &&
+                   rep.magic == ZH_MSG_TABLE && rep.status == ZC_ERR_INVAL)) {
+        return 0;
     }
-    return 0;
+    fprintf(stderr, "root fuzz: kind %d (%zu bytes) got a %zd-byte answer\n", kind, n, r);
+    return -1;
 }
 
 typedef struct {
@@ -270,7 +266,8 @@ static void test_root_fuzz(void **state)
         bad += fz_root_garbage(&ri, kind) != 0;
     }
     /* A silent client holds a connection while the real ranks join. */
-    int silent = fz_root_connect(&ri);
+    zh_chal_t ch;
+    int silent = fz_root_connect(&ri, &ch);
     assert_true(silent >= 0);
     uint64_t t0 = fz_now_ms();
     fz_rank_t res[2];
@@ -288,6 +285,7 @@ static void test_root_fuzz(void **state)
     assert_int_equal(res[1].init, HCCL_SUCCESS);
     assert_int_equal(res[0].op, 0);
     assert_int_equal(res[1].op, 0);
+    assert_true(took < 5000); /* never the silent client's hello timeout per rank */
 }
 
 /* A hello that knows the unique id but names an impossible rank fails the
@@ -297,12 +295,16 @@ static void test_root_poisoned_hello(void **state)
     (void)state;
     HcclRootInfo ri;
     assert_int_equal(HcclGetRootInfo(&ri), HCCL_SUCCESS);
-    int fd = fz_root_connect(&ri);
+    zh_chal_t ch;
+    int fd = fz_root_connect(&ri, &ch);
     assert_true(fd >= 0);
-    fz_hello_t h;
-    fz_hello(&ri, &h, 1);
+    zh_hello_t h;
+    fz_hello(&ri, &ch, &h, 1);
     h.nranks = 2;
     h.rank = 7;
+    zh_rootrec_t rec;
+    memcpy(&rec, ri.internal + ZH_RI_OFFSET, sizeof(rec));
+    zh_hello_mac(rec.uuid, ch.nonce, &h, h.mac);
     assert_int_equal(send(fd, &h, sizeof(h), MSG_NOSIGNAL), (ssize_t)sizeof(h));
     unsigned char ans[16];
     struct timeval tv = {3, 0};
@@ -333,6 +335,9 @@ typedef struct {
     int expect_fd;  /* a valid request for it was sent */
 } fz_req_t;
 
+/* A token of this process's broker: it names the broker's socket. */
+static uint64_t fz_broker_token;
+
 static int fz_broker_connect(void)
 {
     int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -342,11 +347,12 @@ static int fz_broker_connect(void)
     struct timeval tv = {5, 0};
     setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    /* The broker's abstract name: "\0zccl-broker-<pid>", no trailing NUL. */
+    /* The broker's abstract name: "\0zccl-broker-<pid>-<nonce>", no trailing NUL. */
     struct sockaddr_un addr;
     memset(&addr, 0, sizeof(addr));
     addr.sun_family = AF_UNIX;
-    int k = snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1, "zccl-broker-%d", (int)getpid());
+    int k = snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1, "zccl-broker-%d-%05x",
+                     (int)getpid(), (unsigned)zccl_broker_token_nonce(fz_broker_token));
     socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)k);
     if (connect(s, (struct sockaddr *)&addr, len) != 0) {
         close(s);
@@ -543,6 +549,7 @@ static void test_broker_fuzz(void **state)
     assert_int_equal(pwrite(seg, want, sizeof(want), 0), (ssize_t)sizeof(want));
     uint64_t token = 0;
     assert_int_equal(zccl_broker_offer(seg, FZ_SEG, 0, &token), ZC_OK);
+    fz_broker_token = token;
     /* A physical allocation exported to anyone of this uid. */
     aclrtPhysicalMemProp prop;
     memset(&prop, 0, sizeof(prop));

@@ -2,12 +2,16 @@
  * libascendcl's internal interface for libhccl (not installed, not public).
  *
  * Protocol of the broker (DESIGN §3): every process that offers an fd runs
- * one broker thread serving the abstract Unix socket "\0zccl-broker-<pid>".
- * An offer is named by a 64-bit token = (owner pid << 42) | 42-bit random
- * serial; a fetcher connects to the owner's socket, sends the token, and the
- * broker checks SO_PEERCRED (uid must match; pid must be on the offer's allow
- * list unless validation is off) before passing a dup of the fd with
- * SCM_RIGHTS. Fetching a token of one's own process dups the fd locally.
+ * one broker thread serving the abstract Unix socket
+ * "\0zccl-broker-<pid>-<nonce>", nonce being 20 random bits (5 hex digits)
+ * drawn when the broker starts. An offer is named by a 64-bit token =
+ * (owner pid << 42) | (nonce << 22) | 22-bit random serial, so a token names
+ * its owner's socket and the name cannot be bound in advance by anyone who
+ * has no token. A fetcher connects to the owner's socket, sends the token,
+ * and the broker, which drops clients of another uid at accept (SO_PEERCRED),
+ * checks the pid against the offer's allow list unless validation is off
+ * before passing a dup of the fd with SCM_RIGHTS. Fetching a token of one's
+ * own process dups the fd locally.
  * Withdrawing an offer closes only the broker's dup: fds already fetched and
  * their mappings stay valid (memfd reference counting frees the memory when
  * the last mapping and fd are gone).
@@ -146,6 +150,12 @@ __attribute__((visibility("default"))) int zccl_broker_fetch(uint64_t token, int
 
 /** Owner pid named by a token. */
 static inline int32_t zccl_broker_token_pid(uint64_t token) { return (int32_t)(token >> 42); }
+
+/** The random part of the owner's broker socket name named by a token. */
+static inline uint32_t zccl_broker_token_nonce(uint64_t token)
+{
+    return (uint32_t)(token >> 22) & ((UINT32_C(1) << 20) - 1);
+}
 
 #ifdef __cplusplus
 }

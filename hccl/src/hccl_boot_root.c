@@ -1,0 +1,405 @@
+/*
+ * The root listener: one thread per HcclGetRootInfo, serving one session
+ * (wire protocol in hccl_boot.h).
+ *
+ * The thread polls the listening socket, every connection whose hello is not
+ * in yet and every joined rank, all at once, so no client can hold up
+ * another. At accept the peer's uid is looked up (zh_tcp_peer_uid): another
+ * uid gets a refusal and is closed at once; ours gets a challenge, and then
+ * ZH_HELLO_TIMEOUT_MS to deliver a complete hello (bytes arriving one at a
+ * time do not extend it). A hello whose mac does not verify is refused and
+ * changes nothing; a verified hello that conflicts with the session (other
+ * nranks, duplicate or out-of-range rank, another host) fails the session for
+ * every joined rank at once, and later verified hellos get the same error
+ * until the connect timeout, so no rank waits for peers that will never
+ * come. A joined rank whose connection closes (it died) before everyone
+ * joined fails the session with ZC_ERR_REMOTE.
+ *
+ * When all nranks joined, the listener is closed (a late connection with
+ * this root info is refused by the kernel: the session is over), the table
+ * goes to every rank with its mac, each rank reports its attach status and
+ * gets the worst of them ("go").
+ */
+#include "hccl_boot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "zc/log.h"
+#include "zc/sync.h"
+
+typedef struct {
+    int fd;
+    uint64_t deadline;
+    uint8_t nonce[ZH_NONCE_LEN];
+    size_t got;
+    zh_hello_t h;
+} zh_pending_t;
+
+typedef struct {
+    int lfd;
+    uint8_t uuid[16];
+    uint64_t deadline;
+    int conn[ZH_MAX_RANKS];
+    zh_hello_t hello[ZH_MAX_RANKS];
+    uint8_t nonce[ZH_MAX_RANKS][ZH_NONCE_LEN]; /* the challenge each rank answered */
+    zh_hello_t first;
+    int have_first;
+    int joined;
+    int failed;
+    zh_pending_t pend[ZH_MAX_PENDING];
+    int npend;
+    unsigned dropped; /* clients refused at accept, for rate-limited logs */
+} zh_server_t;
+
+/* Fail the session: every joined rank gets st and is let go. */
+static void zh_srv_fail(zh_server_t *s, int st)
+{
+    s->failed = st;
+    for (int r = 0; r < ZH_MAX_RANKS; r++) {
+        if (s->conn[r] >= 0) {
+            zh_send_status(s->conn[r], ZH_MSG_TABLE, st);
+            close(s->conn[r]);
+            s->conn[r] = -1;
+        }
+    }
+}
+
+/* Validate a verified hello against the session so far; returns ZC_OK or the
+ * error the whole session fails with (and logs why). */
+static int zh_srv_check(const zh_server_t *s, const zh_hello_t *h)
+{
+    const zh_hello_t *first = s->have_first ? &s->first : NULL;
+    if (h->nranks == 0 || h->nranks > ZH_MAX_RANKS) {
+        ZC_WARN(ZC_SUB_BOOT, "root: rank %u asks for nranks %u (must be 1..%d)", h->rank, h->nranks,
+                ZH_MAX_RANKS);
+        return ZC_ERR_INVAL;
+    }
+    if (first != NULL && h->nranks != first->nranks) {
+        ZC_WARN(ZC_SUB_BOOT, "root: rank %u says nranks %u but rank %u said %u", h->rank, h->nranks,
+                first->rank, first->nranks);
+        return ZC_ERR_INVAL;
+    }
+    if (h->rank >= h->nranks) {
+        ZC_WARN(ZC_SUB_BOOT, "root: rank %u out of range (nranks %u)", h->rank, h->nranks);
+        return ZC_ERR_INVAL;
+    }
+    if (s->conn[h->rank] >= 0) {
+        ZC_WARN(ZC_SUB_BOOT, "root: rank %u joined twice (pids %d and %d)", h->rank,
+                (int)s->hello[h->rank].entry.pid, (int)h->entry.pid);
+        return ZC_ERR_INVAL;
+    }
+    if (first != NULL && h->entry.host_id != first->entry.host_id) {
+        ZC_WARN(ZC_SUB_BOOT,
+                "root: rank %u is on another host than rank %u: multi-host "
+                "communicators are not supported",
+                h->rank, first->rank);
+        return ZC_ERR_NOT_SUPPORT;
+    }
+    return ZC_OK;
+}
+
+/* A complete hello from pending p: verify, then join, refuse or fail. */
+static void zh_srv_hello(zh_server_t *s, zh_pending_t *p)
+{
+    const zh_hello_t *h = &p->h;
+    uint8_t mac[ZH_MAC_LEN];
+    zh_hello_mac(s->uuid, p->nonce, h, mac);
+    if (h->magic != ZH_MSG_HELLO || h->version != ZH_BOOT_VERSION || !zh_mac_equal(mac, h->mac)) {
+        ZC_WARN(ZC_SUB_BOOT,
+                "root: a client (pid %d) failed the session proof (magic 0x%08x "
+                "version %u): refused, not of this session",
+                (int)h->entry.pid, h->magic, h->version);
+        zh_send_status(p->fd, ZH_MSG_TABLE, ZC_ERR_INVAL);
+        close(p->fd);
+        return;
+    }
+    int fl = fcntl(p->fd, F_GETFL);
+    (void)fcntl(p->fd, F_SETFL, fl & ~O_NONBLOCK);
+    zh_sock_timeouts(p->fd, ZH_IO_TIMEOUT_MS);
+    if (s->failed != ZC_OK) {
+        zh_send_status(p->fd, ZH_MSG_TABLE, s->failed);
+        close(p->fd);
+        return;
+    }
+    int st = zh_srv_check(s, h);
+    if (st != ZC_OK) {
+        zh_send_status(p->fd, ZH_MSG_TABLE, st);
+        close(p->fd);
+        zh_srv_fail(s, st);
+        return;
+    }
+    if (!s->have_first) {
+        s->first = *h;
+        s->have_first = 1;
+    }
+    s->conn[h->rank] = p->fd;
+    s->hello[h->rank] = *h;
+    memcpy(s->nonce[h->rank], p->nonce, ZH_NONCE_LEN);
+    s->joined++;
+}
+
+/* Take every waiting connection: refuse other uids, challenge ours. */
+static void zh_srv_accept(zh_server_t *s)
+{
+    for (;;) {
+        int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            return;
+        }
+        uint32_t uid = 0;
+        const char *why = NULL;
+        if (zh_tcp_peer_uid(fd, &uid) != 0) {
+            why = "whose uid is unknown (not a local socket)";
+        } else if (uid != (uint32_t)getuid()) {
+            why = "of another uid";
+        } else if (s->npend == ZH_MAX_PENDING) {
+            /* Closed without a word: a real rank takes that as "try again". */
+            if (s->dropped++ < 4) {
+                ZC_WARN(ZC_SUB_BOOT, "root: %d connections owe a hello; one more dropped",
+                        ZH_MAX_PENDING);
+            }
+            close(fd);
+            continue;
+        }
+        if (why != NULL) {
+            if (s->dropped++ < 4) {
+                ZC_WARN(ZC_SUB_BOOT, "root: refused a client %s (uid %u, ours %u)", why,
+                        (unsigned)uid, (unsigned)getuid());
+            }
+            zh_reply_t rep = {ZH_MSG_TABLE, ZC_ERR_PERM, 0, 0};
+            (void)send(fd, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT);
+            close(fd);
+            continue;
+        }
+        zh_pending_t *p = &s->pend[s->npend];
+        memset(p, 0, sizeof(*p));
+        p->fd = fd;
+        p->deadline = zc_time_ns() + ZH_HELLO_TIMEOUT_MS * 1000000ull;
+        zh_chal_t ch = {ZH_MSG_CHAL, ZH_BOOT_VERSION, {0}};
+        if (zc_random_bytes(p->nonce, ZH_NONCE_LEN) != 0) {
+            ZC_WARN(ZC_SUB_BOOT, "root: getrandom failed (errno %d)", errno);
+            close(fd);
+            continue;
+        }
+        memcpy(ch.nonce, p->nonce, ZH_NONCE_LEN);
+        if (send(fd, &ch, sizeof(ch), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(ch)) {
+            close(fd);
+            continue;
+        }
+        s->npend++;
+    }
+}
+
+/* Read what pending p has sent; returns 1 when its hello is complete, -1 when
+ * it is gone, 0 otherwise. */
+static int zh_srv_read(zh_pending_t *p)
+{
+    ssize_t r = recv(p->fd, (char *)&p->h + p->got, sizeof(p->h) - p->got, MSG_DONTWAIT);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+        return 0;
+    }
+    if (r <= 0) {
+        return -1;
+    }
+    p->got += (size_t)r;
+    return p->got == sizeof(p->h) ? 1 : 0;
+}
+
+/* One poll round over the listener, pending clients and joined ranks. */
+static void zh_srv_round(zh_server_t *s)
+{
+    struct pollfd pfd[1 + ZH_MAX_PENDING + ZH_MAX_RANKS];
+    int rank_of[1 + ZH_MAX_PENDING + ZH_MAX_RANKS];
+    int n = 0;
+    uint64_t now = zc_time_ns();
+    uint64_t wake = ZC_MIN(s->deadline, now + 200000000ull);
+    pfd[n++] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
+    for (int i = 0; i < s->npend; i++) {
+        pfd[n++] = (struct pollfd){.fd = s->pend[i].fd, .events = POLLIN};
+        wake = ZC_MIN(wake, s->pend[i].deadline);
+    }
+    int first_rank = n;
+    for (int r = 0; r < ZH_MAX_RANKS; r++) {
+        if (s->conn[r] >= 0) {
+            rank_of[n] = r;
+            pfd[n++] = (struct pollfd){.fd = s->conn[r], .events = POLLIN};
+        }
+    }
+    int ms = wake > now ? (int)((wake - now) / 1000000ull) + 1 : 0;
+    if (poll(pfd, (nfds_t)n, ms) < 0 || zc_time_ns() >= s->deadline) {
+        return; /* past the deadline the verdict is a timeout, whoever left */
+    }
+    for (int i = first_rank; i < n; i++) {
+        if (pfd[i].revents != 0 && s->failed == ZC_OK) {
+            /* A joined rank must not talk before the table: it left (died). */
+            int r = rank_of[i];
+            ZC_WARN(ZC_SUB_BOOT, "root: rank %d (pid %d) left before all ranks joined", r,
+                    (int)s->hello[r].entry.pid);
+            zh_srv_fail(s, ZC_ERR_REMOTE);
+        }
+    }
+    now = zc_time_ns();
+    int kept = 0;
+    for (int i = 0; i < s->npend; i++) {
+        zh_pending_t *p = &s->pend[i];
+        int got = pfd[1 + i].revents != 0 ? zh_srv_read(p) : 0;
+        if (got == 1) {
+            zh_srv_hello(s, p);
+            continue;
+        }
+        if (got < 0 || now >= p->deadline) {
+            if (got == 0) {
+                ZC_INFO(ZC_SUB_BOOT,
+                        "root: a client sent %zu of %zu hello bytes in %d ms; "
+                        "dropped",
+                        p->got, sizeof(p->h), ZH_HELLO_TIMEOUT_MS);
+            }
+            close(p->fd);
+            continue;
+        }
+        s->pend[kept++] = *p;
+    }
+    s->npend = kept;
+    if (pfd[0].revents & POLLIN) {
+        zh_srv_accept(s);
+    }
+}
+
+/* Send rank r the table with its mac. */
+static int zh_srv_send_table(zh_server_t *s, int r, const zh_boot_entry_t *table, int nr)
+{
+    uint8_t msg[sizeof(zh_reply_t) + ZH_MAX_RANKS * sizeof(zh_boot_entry_t)];
+    zh_reply_t rep = {ZH_MSG_TABLE, ZC_OK, (uint32_t)nr, 0};
+    size_t len = sizeof(rep) + sizeof(table[0]) * (size_t)nr;
+    memcpy(msg, &rep, sizeof(rep));
+    memcpy(msg + sizeof(rep), table, sizeof(table[0]) * (size_t)nr);
+    uint8_t mac[ZH_MAC_LEN];
+    zh_boot_mac(s->uuid, 'T', s->nonce[r], ZH_NONCE_LEN, s->hello[r].nonce, ZH_NONCE_LEN, msg, len,
+                mac);
+    if (zh_io_full(s->conn[r], msg, len, 1) != ZC_OK ||
+        zh_io_full(s->conn[r], mac, sizeof(mac), 1) != ZC_OK) {
+        ZC_WARN(ZC_SUB_BOOT, "root: sending the table to rank %d failed", r);
+        return ZC_ERR_REMOTE;
+    }
+    return ZC_OK;
+}
+
+/* After the table: one ready status from every rank, the worst goes back. */
+static void zh_srv_ready(zh_server_t *s, int nr, int worst)
+{
+    int got[ZH_MAX_RANKS] = {0};
+    int nready = 0;
+    while (nready < nr && zc_time_ns() < s->deadline) {
+        struct pollfd pfd[ZH_MAX_RANKS];
+        int rank_of[ZH_MAX_RANKS];
+        int n = 0;
+        for (int r = 0; r < nr; r++) {
+            if (!got[r]) {
+                rank_of[n] = r;
+                pfd[n++] = (struct pollfd){.fd = s->conn[r], .events = POLLIN};
+            }
+        }
+        if (poll(pfd, (nfds_t)n, 200) <= 0) {
+            continue;
+        }
+        for (int i = 0; i < n; i++) {
+            if (pfd[i].revents == 0) {
+                continue;
+            }
+            int r = rank_of[i];
+            zh_reply_t rep;
+            if (zh_io_full(s->conn[r], &rep, sizeof(rep), 0) != ZC_OK ||
+                rep.magic != ZH_MSG_READY) {
+                ZC_WARN(ZC_SUB_BOOT, "root: rank %d left before reporting ready", r);
+                rep.status = ZC_ERR_REMOTE;
+            } else if (rep.status != ZC_OK) {
+                ZC_WARN(ZC_SUB_BOOT, "root: rank %d reported init failure %d", r, rep.status);
+            }
+            if (rep.status != ZC_OK && worst == ZC_OK) {
+                worst = ZC_ERR_REMOTE; /* a peer's failure, seen from the others */
+            }
+            got[r] = 1;
+            nready++;
+        }
+    }
+    if (nready < nr && worst == ZC_OK) {
+        ZC_WARN(ZC_SUB_BOOT, "root: only %d of %d ranks reported ready in time", nready, nr);
+        worst = ZC_ERR_TIMEOUT;
+    }
+    for (int r = 0; r < nr; r++) {
+        zh_send_status(s->conn[r], ZH_MSG_GO, worst);
+        close(s->conn[r]);
+    }
+}
+
+static void *zh_srv_main(void *arg)
+{
+    zh_server_t *s = arg;
+    while (zc_time_ns() < s->deadline &&
+           !(s->have_first && s->failed == ZC_OK && s->joined == (int)s->first.nranks)) {
+        zh_srv_round(s);
+    }
+    /* Whatever happens next, this root info admits nobody else. */
+    close(s->lfd);
+    for (int i = 0; i < s->npend; i++) {
+        close(s->pend[i].fd);
+    }
+    if (!s->have_first || s->failed != ZC_OK || s->joined != (int)s->first.nranks) {
+        if (s->failed == ZC_OK && s->have_first) {
+            ZC_WARN(ZC_SUB_BOOT, "root: only %d of %u ranks joined before the connect timeout",
+                    s->joined, s->first.nranks);
+        }
+        zh_srv_fail(s, s->failed != ZC_OK ? s->failed : ZC_ERR_TIMEOUT);
+        free(s);
+        return NULL;
+    }
+    int nr = (int)s->first.nranks;
+    zh_boot_entry_t table[ZH_MAX_RANKS];
+    for (int r = 0; r < nr; r++) {
+        table[r] = s->hello[r].entry;
+    }
+    int worst = ZC_OK;
+    for (int r = 0; r < nr; r++) {
+        if (zh_srv_send_table(s, r, table, nr) != ZC_OK) {
+            worst = ZC_ERR_REMOTE;
+        }
+    }
+    zh_srv_ready(s, nr, worst);
+    free(s);
+    return NULL;
+}
+
+int zh_boot_root_serve(int lfd, const uint8_t uuid[16], uint64_t deadline_ns)
+{
+    zh_server_t *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        close(lfd);
+        return ZC_ERR_NOMEM;
+    }
+    s->lfd = lfd;
+    memcpy(s->uuid, uuid, sizeof(s->uuid));
+    s->deadline = deadline_ns;
+    for (int r = 0; r < ZH_MAX_RANKS; r++) {
+        s->conn[r] = -1;
+    }
+    pthread_t th;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&th, &attr, zh_srv_main, s);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        ZC_WARN(ZC_SUB_BOOT, "root: cannot start the listener thread: %s", strerror(rc));
+        close(lfd);
+        free(s);
+        return ZC_ERR_SYS;
+    }
+    return ZC_OK;
+}
