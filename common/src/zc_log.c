@@ -1,16 +1,21 @@
 /*
- * Log sink. The level, subsystem mask and file are taken from the config
- * table once; each line is formatted into a local buffer and written with a
- * single write(2), so lines from several threads and processes never mix.
+ * Log sink. The level, subsystem mask and file come from the config table:
+ * the config loader hands them over (zc_log_setup) before it prints any
+ * warning of its own, so the logger never waits for the finished config and
+ * loading never waits for the logger. A log call made before that asks for
+ * the config, which runs the loader. Each line is formatted into a local
+ * buffer and written with a single write(2), so lines from several threads
+ * and processes never mix.
  */
 #define _GNU_SOURCE
 #include "zc/log.h"
 
 #include "zc/config.h"
 
+#include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +23,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static pthread_once_t zc_log_once = PTHREAD_ONCE_INIT;
+static atomic_int zc_log_ready; /* 1 once zc_log_setup stored the settings below */
 static zc_log_level_t zc_log_lvl = ZC_LOG_WARN;
 static unsigned zc_log_mask = ZC_SUB_ALL;
 static int zc_log_fd = 2;
@@ -29,96 +34,134 @@ static const struct {
     const char *name;
     unsigned bit;
 } zc_log_subsys_names[] = {
-    {"INIT", ZC_SUB_INIT},     {"VMM", ZC_SUB_VMM},   {"MEM", ZC_SUB_MEM},
+    {"INIT", ZC_SUB_INIT},     {"VMM", ZC_SUB_VMM},       {"MEM", ZC_SUB_MEM},
     {"STREAM", ZC_SUB_STREAM}, {"BROKER", ZC_SUB_BROKER}, {"BOOT", ZC_SUB_BOOT},
-    {"COMM", ZC_SUB_COMM},     {"COLL", ZC_SUB_COLL}, {"ZCOPY", ZC_SUB_ZCOPY},
+    {"COMM", ZC_SUB_COMM},     {"COLL", ZC_SUB_COLL},     {"ZCOPY", ZC_SUB_ZCOPY},
     {"TEST", ZC_SUB_TEST},     {"ALL", ZC_SUB_ALL},
 };
 
-static unsigned zc_log_parse_mask(const char *s)
+static const char *const zc_log_level_names[] = {"none", "error", "warn", "info", "debug"};
+
+int zc_log_parse_level(const char *s, zc_log_level_t *out)
 {
-    int invert = 0;
-    unsigned mask = 0;
-    char buf[256];
-    if (s[0] == '^') {
-        invert = 1;
-        s++;
-    }
-    snprintf(buf, sizeof(buf), "%s", s);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok != NULL;
-         tok = strtok_r(NULL, ",", &save)) {
-        for (size_t i = 0; i < sizeof(zc_log_subsys_names) / sizeof(zc_log_subsys_names[0]);
-             i++) {
-            if (strcasecmp(tok, zc_log_subsys_names[i].name) == 0) {
-                mask |= zc_log_subsys_names[i].bit;
-            }
+    for (int i = 0; i < (int)(sizeof(zc_log_level_names) / sizeof(zc_log_level_names[0])); i++) {
+        if (strcasecmp(s, zc_log_level_names[i]) == 0) {
+            *out = (zc_log_level_t)i;
+            return 0;
         }
     }
-    if (mask == 0 && !invert) {
-        mask = ZC_SUB_ALL;
-    }
-    return invert ? ~mask : mask;
+    return -1;
 }
 
-static void zc_log_init(void)
+int zc_log_parse_subsys(const char *s, unsigned *out)
 {
-    const zc_config_t *cfg = zc_config();
-    const char *lv = cfg->log_level;
-    if (strcasecmp(lv, "error") == 0) {
-        zc_log_lvl = ZC_LOG_ERROR;
-    } else if (strcasecmp(lv, "info") == 0) {
-        zc_log_lvl = ZC_LOG_INFO;
-    } else if (strcasecmp(lv, "debug") == 0 || strcasecmp(lv, "trace") == 0) {
-        zc_log_lvl = ZC_LOG_DEBUG;
-    } else if (strcasecmp(lv, "none") == 0 || strcasecmp(lv, "off") == 0) {
-        zc_log_lvl = ZC_LOG_NONE;
-    } else {
-        zc_log_lvl = ZC_LOG_WARN;
+    int invert = s[0] == '^';
+    unsigned mask = 0;
+    char buf[256];
+    if (snprintf(buf, sizeof(buf), "%s", s + invert) >= (int)sizeof(buf)) {
+        return -1;
     }
-    zc_log_mask = zc_log_parse_mask(cfg->log_subsys);
+    int ntok = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save), ntok++) {
+        unsigned bit = 0;
+        for (size_t i = 0; i < sizeof(zc_log_subsys_names) / sizeof(zc_log_subsys_names[0]); i++) {
+            if (strcasecmp(tok, zc_log_subsys_names[i].name) == 0) {
+                bit = zc_log_subsys_names[i].bit;
+            }
+        }
+        if (bit == 0) {
+            return -1;
+        }
+        mask |= bit;
+    }
+    if (ntok == 0) {
+        return -1;
+    }
+    *out = invert ? ~mask : mask;
+    return 0;
+}
+
+/* Expand %h and %p of the ZCCL_LOG_FILE pattern into path; -1 when it does not fit. */
+static int zc_log_path(const char *pattern, char *path, size_t n)
+{
+    size_t o = 0;
+    for (const char *p = pattern; *p != '\0'; p++) {
+        int w = 0;
+        if (p[0] == '%' && p[1] == 'h') {
+            w = snprintf(path + o, n - o, "%s", zc_log_host);
+            p++;
+        } else if (p[0] == '%' && p[1] == 'p') {
+            w = snprintf(path + o, n - o, "%d", (int)getpid());
+            p++;
+        } else {
+            w = snprintf(path + o, n - o, "%c", *p);
+        }
+        if (w < 0 || (size_t)w >= n - o) {
+            return -1;
+        }
+        o += (size_t)w;
+    }
+    return 0;
+}
+
+int zc_log_setup(zc_log_level_t level, unsigned mask, const char *file)
+{
+    if (atomic_load_explicit(&zc_log_ready, memory_order_acquire)) {
+        return 0;
+    }
+    zc_log_lvl = level;
+    zc_log_mask = mask;
     if (gethostname(zc_log_host, sizeof(zc_log_host)) != 0) {
         snprintf(zc_log_host, sizeof(zc_log_host), "?");
     }
     zc_log_host[sizeof(zc_log_host) - 1] = '\0';
-    if (cfg->log_file[0] != '\0') {
-        char path[512];
-        size_t o = 0;
-        for (const char *p = cfg->log_file; *p != '\0' && o + 32 < sizeof(path); p++) {
-            if (p[0] == '%' && p[1] == 'h') {
-                o += (size_t)snprintf(path + o, sizeof(path) - o, "%s", zc_log_host);
-                p++;
-            } else if (p[0] == '%' && p[1] == 'p') {
-                o += (size_t)snprintf(path + o, sizeof(path) - o, "%d", (int)getpid());
-                p++;
-            } else {
-                path[o++] = *p;
-            }
-        }
-        path[o] = '\0';
-        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        if (fd >= 0) {
+    int err = 0;
+    char path[512] = "";
+    if (file != NULL && file[0] != '\0') {
+        int fd = -1;
+        if (zc_log_path(file, path, sizeof(path)) != 0) {
+            err = ENAMETOOLONG;
+        } else if ((fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0) {
+            err = errno;
+        } else {
             zc_log_fd = fd;
         }
+    }
+    atomic_store_explicit(&zc_log_ready, 1, memory_order_release);
+    return err;
+}
+
+static void zc_log_wait_ready(void)
+{
+    if (!atomic_load_explicit(&zc_log_ready, memory_order_acquire)) {
+        (void)zc_config(); /* its loader calls zc_log_setup before it logs anything */
     }
 }
 
 zc_log_level_t zc_log_level(void)
 {
-    pthread_once(&zc_log_once, zc_log_init);
+    zc_log_wait_ready();
     return zc_log_lvl;
 }
 
 int zc_log_enabled(zc_log_level_t level, unsigned subsys)
 {
-    pthread_once(&zc_log_once, zc_log_init);
+    zc_log_wait_ready();
     return level <= zc_log_lvl && (level == ZC_LOG_ERROR || (subsys & zc_log_mask) != 0);
 }
 
-void zc_log_set_rank(int rank) { zc_log_rank = rank; }
-int zc_log_get_rank(void) { return zc_log_rank; }
+void zc_log_set_rank(int rank)
+{
+    zc_log_rank = rank;
+}
+int zc_log_get_rank(void)
+{
+    return zc_log_rank;
+}
 
-void zc_log_emit(zc_log_level_t level, unsigned subsys, const char *file, int line,
-                 const char *fmt, ...)
+void zc_log_emit(zc_log_level_t level, unsigned subsys, const char *file, int line, const char *fmt,
+                 ...)
 {
     static const char *const names[] = {"NONE", "ERROR", "WARN", "INFO", "DEBUG"};
     (void)subsys;
@@ -131,8 +174,8 @@ void zc_log_emit(zc_log_level_t level, unsigned subsys, const char *file, int li
     } else {
         snprintf(rank, sizeof(rank), "-");
     }
-    int n = snprintf(buf, sizeof(buf), "%s:%d:%ld [%s] zccl %s %s:%d ", zc_log_host,
-                     (int)getpid(), (long)syscall(SYS_gettid), rank, names[level], base, line);
+    int n = snprintf(buf, sizeof(buf), "%s:%d:%ld [%s] zccl %s %s:%d ", zc_log_host, (int)getpid(),
+                     (long)syscall(SYS_gettid), rank, names[level], base, line);
     if (n < 0) {
         return;
     }

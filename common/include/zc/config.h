@@ -2,11 +2,20 @@
  * The one table of environment variables.
  *
  * Every variable zccl reads is listed here once (name, type, field, default,
- * help). The table is read once per process into an immutable zc_config_t;
- * ZCCL_PRINT_CONFIG=1 dumps it, a set HCCL_ / ZCCL_ variable that is not in
- * the table gets a warning (a misspelling would otherwise be silent), and the
- * README's table is generated from it (zccl_config --markdown). Communicators
- * copy the values they use, so HcclCommConfig can override them per comm.
+ * valid range, help). The table is read once per process into an immutable
+ * zc_config_t; ZCCL_PRINT_CONFIG=1 dumps it, and the README's table is
+ * generated from it (zccl_config --markdown, with a "valid values" column
+ * made from each entry's type and range). Communicators copy the values they
+ * use, so HcclCommConfig can override them per comm.
+ *
+ * Bad values never stop a program: a value that does not parse or lies
+ * outside its entry's range keeps the default, with one warning naming the
+ * variable, the value, the valid values and the default used; a set ZCCL_
+ * variable that is not in the table gets one warning (with the closest name,
+ * a misspelling would otherwise be silent). An empty value means the
+ * default. HCCL_ variables outside the table are CANN's and are ignored.
+ * Loading never waits on the logger: the log settings are taken from the
+ * table being loaded before any of these warnings is printed.
  */
 #ifndef ZC_CONFIG_H
 #define ZC_CONFIG_H
@@ -14,9 +23,24 @@
 #include <stdint.h>
 #include <stdio.h>
 
-typedef enum { ZC_CFG_UINT, ZC_CFG_BOOL, ZC_CFG_STR } zc_cfg_type_t;
+/* Value kinds. UINT: decimal digits only, min..max. BOOL: true/false, 1/0,
+ * yes/no, on/off. STR: any text of at most max bytes. IPV4: a dotted IPv4
+ * address. LEVEL: a log level name. SUBSYS: a comma list of log subsystem
+ * names (see zc/log.h), a leading ^ inverting it. */
+typedef enum {
+    ZC_CFG_UINT,
+    ZC_CFG_BOOL,
+    ZC_CFG_STR,
+    ZC_CFG_IPV4,
+    ZC_CFG_LEVEL,
+    ZC_CFG_SUBSYS
+} zc_cfg_type_t;
 
-/* X(ENV_NAME, type, field, default, min, max, help) ; min/max apply to UINT. */
+/* Bytes a string value may hold (the field is one more, for the NUL). */
+#define ZC_CFG_STR_MAX 255
+
+/* X(ENV_NAME, type, field, default, min, max, help); min/max bound a UINT's
+ * value and a STR's length (in bytes), other kinds ignore them. */
 #define ZC_CONFIG_TABLE(X)                                                                     \
     X(HCCL_BUFFSIZE, ZC_CFG_UINT, buffsize_mb, "200", 1, 65536,                                \
       "Size in MB of each communicator's CCL buffer (buffered path), created on first use")    \
@@ -24,9 +48,9 @@ typedef enum { ZC_CFG_UINT, ZC_CFG_BOOL, ZC_CFG_STR } zc_cfg_type_t;
       "Seconds communicator init waits for all ranks before failing with HCCL_E_TIMEOUT")      \
     X(HCCL_EXEC_TIMEOUT, ZC_CFG_UINT, exec_timeout_s, "1836", 0, 2147483,                      \
       "Seconds a collective may wait for its peers (0 = never time out)")                      \
-    X(HCCL_IF_IP, ZC_CFG_STR, if_ip, "", 0, 0,                                                 \
+    X(HCCL_IF_IP, ZC_CFG_IPV4, if_ip, "", 0, 0,                                                \
       "IPv4 address the root listener binds and advertises (default: loopback)")               \
-    X(HCCL_SOCKET_IFNAME, ZC_CFG_STR, socket_ifname, "", 0, 0,                                 \
+    X(HCCL_SOCKET_IFNAME, ZC_CFG_STR, socket_ifname, "", 0, ZC_CFG_STR_MAX,                    \
       "Accepted for compatibility; zccl is single-host and uses loopback")                     \
     X(HCCL_DETERMINISTIC, ZC_CFG_BOOL, deterministic, "true", 0, 1,                            \
       "Fixed reduction order (zccl is always deterministic; false is accepted)")               \
@@ -35,13 +59,12 @@ typedef enum { ZC_CFG_UINT, ZC_CFG_BOOL, ZC_CFG_STR } zc_cfg_type_t;
     X(ZCCL_DEVICES, ZC_CFG_UINT, devices, "0", 0, 4096,                                        \
       "Number of logical devices (0 = max(8, cores reported by hwloc): CANN's 8-device "       \
       "samples run on any host; device d is placed on NUMA node d mod #nodes)")                \
-    X(ZCCL_LOG_LEVEL, ZC_CFG_STR, log_level, "warn", 0, 0,                                     \
-      "Log level: error, warn, info or debug")                                                 \
-    X(ZCCL_LOG_SUBSYS, ZC_CFG_STR, log_subsys, "ALL", 0, 0,                                    \
-      "Comma list of subsystems to log (INIT,VMM,MEM,STREAM,BROKER,BOOT,COMM,COLL,ZCOPY), "   \
-      "^ inverts")                                                                             \
-    X(ZCCL_LOG_FILE, ZC_CFG_STR, log_file, "", 0, 0,                                           \
-      "Log to this file instead of stderr (%h = host, %p = pid)")                              \
+    X(ZCCL_LOG_LEVEL, ZC_CFG_LEVEL, log_level, "warn", 0, 0, "Log level")                      \
+    X(ZCCL_LOG_SUBSYS, ZC_CFG_SUBSYS, log_subsys, "ALL", 0, 0,                                 \
+      "Subsystems to log (errors are always logged)")                                          \
+    X(ZCCL_LOG_FILE, ZC_CFG_STR, log_file, "", 0, ZC_CFG_STR_MAX,                              \
+      "Log to this file instead of stderr (%h = host, %p = pid); stderr if it cannot be "     \
+      "opened")                                                                                \
     X(ZCCL_PRINT_CONFIG, ZC_CFG_BOOL, print_config, "false", 0, 1,                             \
       "Print this table with the values in force at first use")                                \
     X(ZCCL_PRINT_STATS, ZC_CFG_BOOL, print_stats, "false", 0, 1,                               \
@@ -57,19 +80,24 @@ typedef enum { ZC_CFG_UINT, ZC_CFG_BOOL, ZC_CFG_STR } zc_cfg_type_t;
 typedef struct {
 #define ZC_CFG_FIELD_UINT(f) uint64_t f;
 #define ZC_CFG_FIELD_BOOL(f) int f;
-#define ZC_CFG_FIELD_STR(f) char f[256];
+#define ZC_CFG_FIELD_STR(f) char f[ZC_CFG_STR_MAX + 1];
 #define ZC_CFG_FIELD(name, type, field, def, mn, mx, help) ZC_CFG_FIELD_##type(field)
 #define ZC_CFG_FIELD_ZC_CFG_UINT(f) ZC_CFG_FIELD_UINT(f)
 #define ZC_CFG_FIELD_ZC_CFG_BOOL(f) ZC_CFG_FIELD_BOOL(f)
 #define ZC_CFG_FIELD_ZC_CFG_STR(f) ZC_CFG_FIELD_STR(f)
+#define ZC_CFG_FIELD_ZC_CFG_IPV4(f) ZC_CFG_FIELD_STR(f)
+#define ZC_CFG_FIELD_ZC_CFG_LEVEL(f) ZC_CFG_FIELD_STR(f)
+#define ZC_CFG_FIELD_ZC_CFG_SUBSYS(f) ZC_CFG_FIELD_STR(f)
     ZC_CONFIG_TABLE(ZC_CFG_FIELD)
 #undef ZC_CFG_FIELD
 } zc_config_t;
 
-/** The process-wide configuration, read from the environment on first call. */
+/** The process-wide configuration, read from the environment on first call (never blocks
+ *  on itself: a warning raised while loading is printed with the log settings being loaded). */
 const zc_config_t *zc_config(void);
 
-/** Print the table with values in force (text) or as a Markdown table (docs). */
+/** Print the table with values in force (text) or as a Markdown table with the valid values
+ *  of each variable (docs). */
 void zc_config_print(FILE *out, int markdown);
 
 #endif /* ZC_CONFIG_H */

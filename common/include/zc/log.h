@@ -38,6 +38,25 @@ typedef enum {
 /** Current level (reads the environment once). */
 zc_log_level_t zc_log_level(void);
 
+/** Names of the levels and subsystems, as ZCCL_LOG_LEVEL / ZCCL_LOG_SUBSYS take them. */
+#define ZC_LOG_LEVEL_NAMES "none, error, warn, info, debug"
+#define ZC_LOG_SUBSYS_NAMES "INIT, VMM, MEM, STREAM, BROKER, BOOT, COMM, COLL, ZCOPY, TEST, ALL"
+
+/** Parse a level name (case-insensitive); 0, or -1 when s is not one. Pure: never logs. */
+int zc_log_parse_level(const char *s, zc_log_level_t *out);
+
+/** Parse a comma list of subsystem names (a leading ^ inverts it); 0, or -1 when a name is
+ *  unknown or the list is empty. Pure: never logs. */
+int zc_log_parse_subsys(const char *s, unsigned *mask);
+
+/**
+ * Put the logger in service: level, subsystem mask and file (NULL or "" = stderr; "%h" and
+ * "%p" are expanded). The config loader calls it once, before it prints any warning of its
+ * own, so logging never waits for the finished config. Returns 0, or the errno of a file
+ * that cannot be opened (the log then stays on stderr; the caller warns).
+ */
+int zc_log_setup(zc_log_level_t level, unsigned mask, const char *file);
+
 /** The rank shown in this thread's log prefix; -1 shows "-". */
 void zc_log_set_rank(int rank);
 int zc_log_get_rank(void);
