@@ -3,6 +3,11 @@
  * become HcclResult values. Local arguments are checked here, on the
  * caller's thread, with a log line naming the argument and its value; what
  * needs the peers (agreement between ranks) is checked by the op path.
+ *
+ * Lifetimes: HcclCommDeactivateCommMemory, HcclCommUnsetMemoryRange and
+ * HcclCommDestroy are ordered after the comm's queued ops (they wait for them,
+ * as a free waits for the streams), so an op never runs on memory withdrawn
+ * after it was issued.
  */
 #include "hccl_internal.h"
 
@@ -48,20 +53,6 @@ HcclResult zh_result(int st)
     default:
         return HCCL_E_INTERNAL;
     }
-}
-
-HcclResult zh_comm_get(HcclComm comm, const char *fn, zh_comm_t **out)
-{
-    if (comm == NULL) {
-        ZC_WARN(ZC_SUB_COMM, "%s: comm is NULL", fn);
-        return HCCL_E_PTR;
-    }
-    *out = zh_comm_lookup(comm);
-    if (*out == NULL) {
-        ZC_WARN(ZC_SUB_COMM, "%s: comm %p is not a live communicator", fn, comm);
-        return HCCL_E_PARA;
-    }
-    return HCCL_SUCCESS;
 }
 
 #define ZH_PTR_OR_RETURN(ptr)                                                                  \
@@ -149,6 +140,7 @@ ZC_EXPORT HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *r
 ZC_EXPORT HcclResult HcclCommDestroy(HcclComm comm)
 {
     ZH_COMM_OR_RETURN(c, comm);
+    ZH_CHECK_RESULT(zh_comm_quiesce(c, __func__));
     return zh_comm_destroy(c);
 }
 
@@ -213,6 +205,7 @@ ZC_EXPORT HcclResult HcclCommUnsetMemoryRange(HcclComm comm, void *baseVirPtr)
 {
     ZH_COMM_OR_RETURN(c, comm);
     ZH_PTR_OR_RETURN(baseVirPtr);
+    ZH_CHECK_RESULT(zh_comm_quiesce(c, __func__));
     return zh_result(zh_mem_unset_range(c, baseVirPtr));
 }
 
@@ -230,6 +223,7 @@ ZC_EXPORT HcclResult HcclCommDeactivateCommMemory(HcclComm comm, void *virPtr)
 {
     ZH_COMM_OR_RETURN(c, comm);
     ZH_PTR_OR_RETURN(virPtr);
+    ZH_CHECK_RESULT(zh_comm_quiesce(c, __func__));
     return zh_result(zh_mem_deactivate(c, virPtr));
 }
 

@@ -8,15 +8,24 @@
  * round through the root so that no rank returns success while another
  * failed. Init unwinds through named labels on failure.
  *
- * Handles are checked against a registry, so a stale or bogus HcclComm gets
- * HCCL_E_PARA and a log line instead of a crash.
+ * Handles. An HcclComm is not the communicator's address but a registry slot
+ * and a generation (zh_handle_make): a handle stays dead after its comm was
+ * destroyed however many comms come after it, and a bogus or stale one gets
+ * HCCL_E_PARA and a log line instead of a crash or another comm's ops.
+ *
+ * Fork. The registry remembers the pid that created each comm; in a forked
+ * child every call on an inherited comm (HcclCommDestroy included) returns
+ * HCCL_E_NOT_SUPPORT with one line naming both pids, and touches nothing the
+ * parent's peers can see. The parent's comm is unaffected.
  */
 #include "hccl_internal.h"
 #include "hccl_prof.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "zc/config.h"
@@ -27,15 +36,77 @@
 #define ZH_MAX_COMMS 1024
 #define ZH_SPIN_OVERSUB 16u
 
-static pthread_mutex_t zh_registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static zh_comm_t *zh_registry[ZH_MAX_COMMS];
+/* Handle = tag | generation << 10 | slot. The tag makes the value a
+ * non-canonical address (dereferencing it faults at once); the generation,
+ * bumped each time a slot is taken, means a value is never handed out twice. */
+#define ZH_HANDLE_TAG (0xc5ull << 56)
+#define ZH_HANDLE_SLOT_BITS 10
+#define ZH_HANDLE_GEN_MAX ((1ull << (56 - ZH_HANDLE_SLOT_BITS)) - 1)
+_Static_assert(ZH_MAX_COMMS <= (1 << ZH_HANDLE_SLOT_BITS), "slot index fits the handle");
 
-static int zh_registry_add(zh_comm_t *c)
+typedef struct {
+    zh_comm_t *comm; /* NULL: free */
+    uint64_t gen;    /* of the handle given out for this slot last */
+    int32_t pid;     /* process that created the comm */
+} zh_slot_t;
+
+static pthread_mutex_t zh_registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static zh_slot_t zh_registry[ZH_MAX_COMMS];
+static pthread_once_t zh_fork_once = PTHREAD_ONCE_INIT;
+static atomic_int zh_self_pid; /* this process's pid, refreshed in a forked child */
+
+static void zh_fork_prepare(void)
 {
     pthread_mutex_lock(&zh_registry_lock);
-    for (int i = 0; i < ZH_MAX_COMMS; i++) {
-        if (zh_registry[i] == NULL) {
-            zh_registry[i] = c;
+}
+
+static void zh_fork_parent(void)
+{
+    pthread_mutex_unlock(&zh_registry_lock);
+}
+
+static void zh_fork_child(void)
+{
+    /* The parent's communicators stay in the table so that using one here
+     * is reported as such (zh_comm_get), never run. */
+    atomic_store_explicit(&zh_self_pid, (int)getpid(), memory_order_relaxed);
+    pthread_mutex_unlock(&zh_registry_lock);
+}
+
+static void zh_fork_register(void)
+{
+    atomic_store_explicit(&zh_self_pid, (int)getpid(), memory_order_relaxed);
+    (void)pthread_atfork(zh_fork_prepare, zh_fork_parent, zh_fork_child);
+}
+
+static HcclComm zh_handle_make(size_t slot, uint64_t gen)
+{
+    return (HcclComm)(uintptr_t)(ZH_HANDLE_TAG | gen << ZH_HANDLE_SLOT_BITS | slot);
+}
+
+/* Slot of a handle whose generation is current, or -1. Registry lock held. */
+static ssize_t zh_handle_slot(HcclComm comm)
+{
+    uint64_t v = (uint64_t)(uintptr_t)comm;
+    size_t slot = (size_t)(v & ((1u << ZH_HANDLE_SLOT_BITS) - 1));
+    uint64_t gen = (v & ~ZH_HANDLE_TAG) >> ZH_HANDLE_SLOT_BITS;
+    if ((v & (0xffull << 56)) != ZH_HANDLE_TAG || slot >= ZH_MAX_COMMS ||
+        zh_registry[slot].comm == NULL || zh_registry[slot].gen != gen) {
+        return -1;
+    }
+    return (ssize_t)slot;
+}
+
+static int zh_registry_add(zh_comm_t *c, HcclComm *out)
+{
+    pthread_mutex_lock(&zh_registry_lock);
+    for (size_t i = 0; i < ZH_MAX_COMMS; i++) {
+        zh_slot_t *s = &zh_registry[i];
+        if (s->comm == NULL && s->gen < ZH_HANDLE_GEN_MAX) {
+            s->comm = c;
+            s->gen++;
+            s->pid = (int32_t)getpid();
+            *out = zh_handle_make(i, s->gen);
             pthread_mutex_unlock(&zh_registry_lock);
             return ZC_OK;
         }
@@ -49,8 +120,8 @@ static void zh_registry_remove(zh_comm_t *c)
 {
     pthread_mutex_lock(&zh_registry_lock);
     for (int i = 0; i < ZH_MAX_COMMS; i++) {
-        if (zh_registry[i] == c) {
-            zh_registry[i] = NULL;
+        if (zh_registry[i].comm == c) {
+            zh_registry[i].comm = NULL;
         }
     }
     pthread_mutex_unlock(&zh_registry_lock);
@@ -59,18 +130,41 @@ static void zh_registry_remove(zh_comm_t *c)
 zh_comm_t *zh_comm_lookup(HcclComm comm)
 {
     zh_comm_t *found = NULL;
-    if (comm == NULL) {
-        return NULL;
-    }
     pthread_mutex_lock(&zh_registry_lock);
-    for (int i = 0; i < ZH_MAX_COMMS; i++) {
-        if (zh_registry[i] == (zh_comm_t *)comm) {
-            found = zh_registry[i];
-            break;
-        }
+    ssize_t i = zh_handle_slot(comm);
+    if (i >= 0 && zh_registry[i].pid == atomic_load_explicit(&zh_self_pid, memory_order_relaxed)) {
+        found = zh_registry[i].comm;
     }
     pthread_mutex_unlock(&zh_registry_lock);
     return found;
+}
+
+HcclResult zh_comm_get(HcclComm comm, const char *fn, zh_comm_t **out)
+{
+    if (comm == NULL) {
+        ZC_WARN(ZC_SUB_COMM, "%s: comm is NULL", fn);
+        return HCCL_E_PTR;
+    }
+    pthread_mutex_lock(&zh_registry_lock);
+    ssize_t i = zh_handle_slot(comm);
+    zh_slot_t s = i >= 0 ? zh_registry[i] : (zh_slot_t){NULL, 0, 0};
+    pthread_mutex_unlock(&zh_registry_lock);
+    int self = atomic_load_explicit(&zh_self_pid, memory_order_relaxed);
+    if (s.comm == NULL) {
+        ZC_WARN(ZC_SUB_COMM, "%s: comm %p is not a live communicator", fn, comm);
+        return HCCL_E_PARA;
+    }
+    if (s.pid != self) {
+        /* A forked child shares the parent's control segments and peers'
+         * mappings: running anything would pair with the parent's peers. */
+        ZC_WARN(ZC_SUB_COMM,
+                "%s: communicator %s created by pid %d used in pid %d (a "
+                "communicator does not survive fork)",
+                fn, s.comm->name, (int)s.pid, self);
+        return HCCL_E_NOT_SUPPORT;
+    }
+    *out = s.comm;
+    return HCCL_SUCCESS;
 }
 
 /* Does a config of `size` bytes contain the field ending at `end`? */
@@ -150,6 +244,7 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
                         const HcclCommConfig *cfg, HcclComm *out)
 {
     const zc_config_t *env = zc_config();
+    pthread_once(&zh_fork_once, zh_fork_register);
     zh_comm_t *c = calloc(1, sizeof(*c));
     if (c == NULL) {
         ZC_WARN(ZC_SUB_INIT, "rank %u: out of memory for the communicator", rank);
@@ -203,21 +298,19 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
                  u[2], u[3], u[4], u[5], u[6], u[7]);
     }
     ZC_CHECK_GOTO(zh_mem_attach(c), st, fail);
-    ZC_CHECK_GOTO(zh_registry_add(c), st, fail);
-    ZC_INFO(ZC_SUB_INIT, "rank %d/%d: communicator %s ready (device %d, buffer %llu MB)",
-            c->rank, c->nranks, c->name, c->device, (unsigned long long)(c->buffsize >> 20));
-    *out = c;
+    ZC_CHECK_GOTO(zh_registry_add(c, out), st, fail);
+    ZC_INFO(ZC_SUB_INIT, "rank %d/%d: communicator %s ready (device %d, buffer %llu MB)", c->rank,
+            c->nranks, c->name, c->device, (unsigned long long)(c->buffsize >> 20));
     return HCCL_SUCCESS;
 fail:
     zh_comm_free(c);
     return zh_result(st);
 }
 
-HcclResult zh_comm_destroy(zh_comm_t *c)
+/* Wait until no op of c is queued or running (each is bounded by the exec
+ * timeout and by the peers' liveness). */
+static void zh_comm_wait_idle(zh_comm_t *c)
 {
-    zh_registry_remove(c);
-    /* Ops still queued on streams reference the comm: let them finish (each
-     * is bounded by the exec timeout and by peers' liveness). */
     uint64_t start = zc_time_ns();
     while (atomic_load_explicit(&c->inflight, memory_order_acquire) > 0) {
         if (zc_time_ns() - start > 1000000000ull) {
@@ -226,6 +319,30 @@ HcclResult zh_comm_destroy(zh_comm_t *c)
             sched_yield();
         }
     }
+}
+
+HcclResult zh_comm_quiesce(zh_comm_t *c, const char *fn)
+{
+    int queued = atomic_load_explicit(&c->inflight, memory_order_acquire);
+    if (queued == 0) {
+        return HCCL_SUCCESS;
+    }
+    if (zccl_stream_in_task()) {
+        ZC_WARN(ZC_SUB_COMM,
+                "%s: rank %d: called from a stream task while %d ops of "
+                "communicator %s are queued, which it cannot wait for",
+                fn, c->rank, queued, c->name);
+        return HCCL_E_NOT_SUPPORT;
+    }
+    zh_comm_wait_idle(c);
+    return HCCL_SUCCESS;
+}
+
+HcclResult zh_comm_destroy(zh_comm_t *c)
+{
+    zh_registry_remove(c);
+    /* Ops still queued on streams reference the comm: let them finish. */
+    zh_comm_wait_idle(c);
     zh_stats_print(c);
     zh_comm_free(c);
     return HCCL_SUCCESS;

@@ -1,7 +1,8 @@
 /*
  * The other ways to make a communicator (HcclCommInitAll, sub-communicators;
  * rank tables are in hccl_ranktable.c) and the calls a host cannot support
- * (suspend/resume), which fail with HCCL_E_NOT_SUPPORT and say why.
+ * (suspend/resume), which fail with HCCL_E_NOT_SUPPORT and say why (after
+ * the handle check, so a stale or bogus comm still gets HCCL_E_PARA).
  *
  * HcclCommInitAll: one process, ndev ranks: a root info is made here and one
  * thread per device runs the normal init (threads-as-ranks, addresses used
@@ -87,7 +88,7 @@ ZC_EXPORT HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *
     }
     for (uint32_t i = 0; i < ndev; i++) {
         if (r != HCCL_SUCCESS && a[i].result == HCCL_SUCCESS) {
-            (void)zh_comm_destroy((zh_comm_t *)a[i].comm);
+            (void)zh_comm_destroy(zh_comm_lookup(a[i].comm));
         }
         comms[i] = r == HCCL_SUCCESS ? a[i].comm : NULL;
     }
@@ -167,14 +168,16 @@ static HcclResult zh_not_supported(const char *fn, const char *why)
 
 ZC_EXPORT HcclResult HcclCommSuspend(HcclComm comm)
 {
-    (void)comm;
+    ZH_COMM_OR_RETURN(c, comm);
+    (void)c;
     return zh_not_supported(__func__, "suspend/resume serves NPU link recovery, which a host "
                             "communicator does not have");
 }
 
 ZC_EXPORT HcclResult HcclCommResume(HcclComm comm)
 {
-    (void)comm;
+    ZH_COMM_OR_RETURN(c, comm);
+    (void)c;
     return zh_not_supported(__func__, "suspend/resume serves NPU link recovery, which a host "
                             "communicator does not have");
 }

@@ -16,6 +16,7 @@
 
 typedef struct {
     zh_comm_t *comm;
+    HcclComm handle; /* to check at GroupEnd that comm is still alive */
     aclrtStream stream;
     HcclSendRecvItem *items;
     uint32_t n;
@@ -36,7 +37,8 @@ static void zh_group_clear(void)
     zh_group_nbatches = 0;
 }
 
-static HcclResult zh_group_add(zh_comm_t *c, aclrtStream stream, const HcclSendRecvItem *it)
+static HcclResult zh_group_add(zh_comm_t *c, HcclComm handle, aclrtStream stream,
+                               const HcclSendRecvItem *it)
 {
     zh_group_batch_t *b = NULL;
     for (uint32_t i = 0; i < zh_group_nbatches; i++) {
@@ -51,7 +53,7 @@ static HcclResult zh_group_add(zh_comm_t *c, aclrtStream stream, const HcclSendR
         }
         zh_group_batches = nb;
         b = &nb[zh_group_nbatches++];
-        *b = (zh_group_batch_t){c, stream, NULL, 0, 0};
+        *b = (zh_group_batch_t){c, handle, stream, NULL, 0, 0};
     }
     if (b->n == b->cap) {
         uint32_t cap = b->cap != 0 ? b->cap * 2 : 8;
@@ -81,7 +83,7 @@ static HcclResult zh_p2p_one(HcclComm comm, HcclSendRecvType type, void *buf, ui
                     fn, c->rank, peer, (int)dtype, buf, (unsigned long long)count);
             return buf == NULL && count != 0 ? HCCL_E_PTR : HCCL_E_PARA;
         }
-        return zh_group_add(c, stream, &it);
+        return zh_group_add(c, comm, stream, &it);
     }
     return zh_p2p_submit(c, &it, 1, stream);
 }
@@ -131,7 +133,7 @@ ZC_EXPORT HcclResult HcclGroupEnd(void)
     for (uint32_t i = 0; i < zh_group_nbatches; i++) {
         zh_group_batch_t *b = &zh_group_batches[i];
         /* The comm may have been destroyed inside the group. */
-        if (zh_comm_lookup(b->comm) == NULL) {
+        if (zh_comm_lookup(b->handle) != b->comm) {
             ZC_WARN(ZC_SUB_COLL, "HcclGroupEnd: a communicator of the group was destroyed");
             r = HCCL_E_PARA;
             continue;

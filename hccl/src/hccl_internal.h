@@ -258,7 +258,8 @@ typedef struct zh_comm {
 /* hccl_api.c: status mapping, the only place zc_status_t becomes HcclResult */
 HcclResult zh_result(int zc_status);
 /* Resolve an API handle for fn: NULL is HCCL_E_PTR, one that is not a live
- * communicator HCCL_E_PARA (both logged). */
+ * communicator HCCL_E_PARA, one inherited from the parent of a forked child
+ * HCCL_E_NOT_SUPPORT (each logged). Defined in hccl_comm.c. */
 HcclResult zh_comm_get(HcclComm comm, const char *fn, zh_comm_t **out);
 
 /* In an exported function: declare var and resolve comm into it, or return. */
@@ -363,5 +364,9 @@ zh_comm_t *zh_comm_lookup(HcclComm comm);
 HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank,
                         const HcclCommConfig *cfg, HcclComm *out);
 HcclResult zh_comm_destroy(zh_comm_t *c);
+/* Wait until the comm's queued ops are done (the lifetime rule of Deactivate,
+ * Unset and Destroy); HCCL_E_NOT_SUPPORT (logged) from a stream task while ops
+ * are queued, as it cannot wait for them there. */
+HcclResult zh_comm_quiesce(zh_comm_t *c, const char *fn);
 
 #endif /* HCCL_INTERNAL_H */

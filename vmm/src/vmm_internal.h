@@ -101,6 +101,11 @@ aclError vmm_stream_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dto
 /** Non-zero once s is being force-destroyed: blocking tasks should give up. */
 int vmm_stream_aborting(const vmm_stream_t *s);
 
+/** Wait until every stream of the process has run the work queued on it so far (the
+ *  frees' implicit synchronisation; stream errors stay for the next synchronize).
+ *  ACL_ERROR_RT_STREAM_CONTEXT (logged, nothing waited for) when called from a stream task. */
+aclError vmm_stream_drain_all(const char *what);
+
 /** Wake every blocked event wait so it re-checks its stream and event (vmm_event.c). */
 void vmm_event_wake_all(void);
 

@@ -13,6 +13,13 @@
  * Every block (device or host) is kept in one table sorted by address, so a
  * pointer that did not come from the matching allocator is refused, and an
  * interior pointer can be resolved for IPC.
+ *
+ * Frees are ordered after the work already queued on the streams, as CANN's
+ * (and cudaFree's implicit synchronisation): aclrtFree / aclrtFreeHost first
+ * wait until every stream of the process has run what was queued before the
+ * call, so a queued copy or collective never touches memory that was given
+ * back. Called from a stream task (which cannot wait for the streams) they
+ * fail with ACL_ERROR_RT_STREAM_CONTEXT and free nothing.
  */
 #define _GNU_SOURCE
 #include "vmm_internal.h"
@@ -218,6 +225,10 @@ ZC_EXPORT aclError aclrtFree(void *devPtr)
         ZC_WARN(ZC_SUB_MEM, "aclrtFree: devPtr is NULL");
         return ACL_ERROR_INVALID_PARAM;
     }
+    aclError rc = vmm_stream_drain_all("aclrtFree");
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
     if (!vmm_block_take((uintptr_t)devPtr, 1, &b)) {
         ZC_WARN(ZC_SUB_MEM, "aclrtFree: %p is not the start of an aclrtMalloc block", devPtr);
         return ACL_ERROR_INVALID_PARAM;
@@ -259,6 +270,10 @@ ZC_EXPORT aclError aclrtFreeHost(void *hostPtr)
     if (hostPtr == NULL) {
         ZC_WARN(ZC_SUB_MEM, "aclrtFreeHost: hostPtr is NULL");
         return ACL_ERROR_INVALID_PARAM;
+    }
+    aclError rc = vmm_stream_drain_all("aclrtFreeHost");
+    if (rc != ACL_SUCCESS) {
+        return rc;
     }
     if (!vmm_block_take((uintptr_t)hostPtr, 0, &b)) {
         ZC_WARN(ZC_SUB_MEM, "aclrtFreeHost: %p did not come from aclrtMallocHost", hostPtr);

@@ -20,6 +20,12 @@
  *    Freeing a handle that is still mapped is allowed (as with CUDA's
  *    cuMemRelease): the memory lives until the last unmap.
  *
+ * Lifetimes: aclrtUnmapMem, aclrtFreePhysical and aclrtReleaseMemAddress first
+ * wait until every stream of the process has run the work queued before the
+ * call (CANN orders a free after the device's queued work), so a queued op
+ * never reads or writes memory that is gone; from a stream task, which cannot
+ * wait, they fail with ACL_ERROR_RT_STREAM_CONTEXT and change nothing.
+ *
  * Error codes (as documented in acl_rt.h): a NULL, zero, or otherwise wrong
  * argument, including an address outside any reservation, an overlap, a
  * size unlike the handle's, a non-zero offset, nothing mapped at an address,
@@ -348,6 +354,10 @@ ZC_EXPORT aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
         ZC_WARN(ZC_SUB_VMM, "aclrtFreePhysical: handle is NULL");
         return ACL_ERROR_INVALID_PARAM;
     }
+    aclError drained = vmm_stream_drain_all("aclrtFreePhysical");
+    if (drained != ACL_SUCCESS) {
+        return drained;
+    }
     vmm_lock();
     vmm_phys_t *p = vmm_phys_find(handle);
     if (p == NULL) {
@@ -478,6 +488,10 @@ ZC_EXPORT aclError aclrtReleaseMemAddress(void *virPtr)
     if (virPtr == NULL) {
         ZC_WARN(ZC_SUB_VMM, "aclrtReleaseMemAddress: virPtr is NULL");
         return ACL_ERROR_INVALID_PARAM;
+    }
+    aclError drained = vmm_stream_drain_all("aclrtReleaseMemAddress");
+    if (drained != ACL_SUCCESS) {
+        return drained;
     }
     vmm_lock();
     vmm_resv_t **pp = &vmm_resv_list;
@@ -669,6 +683,10 @@ ZC_EXPORT aclError aclrtUnmapMem(void *virPtr)
     if (virPtr == NULL) {
         ZC_WARN(ZC_SUB_VMM, "aclrtUnmapMem: virPtr is NULL");
         return ACL_ERROR_INVALID_PARAM;
+    }
+    aclError drained = vmm_stream_drain_all("aclrtUnmapMem");
+    if (drained != ACL_SUCCESS) {
+        return drained;
     }
     vmm_lock();
     vmm_resv_t *r;

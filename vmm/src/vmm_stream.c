@@ -532,28 +532,39 @@ ZC_EXPORT aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode)
     return ACL_SUCCESS;
 }
 
-/* Synchronize every stream of device dev (registry and default) within timeout_ms. */
-static aclError vmm_device_sync(int dev, int64_t timeout_ms, const char *what)
+/* The live streams of device dev (every device when dev < 0: registry and
+ * defaults), each with a reference the caller puts; NULL when out of memory. */
+static vmm_stream_t **vmm_stream_snapshot(int dev, size_t *count)
 {
     pthread_mutex_lock(&vmm_reg_mu);
     size_t n = 0;
-    vmm_stream_t **v = malloc((vmm_nreg + 1) * sizeof(*v));
-    if (v == NULL) {
-        pthread_mutex_unlock(&vmm_reg_mu);
-        ZC_WARN(ZC_SUB_STREAM, "%s: out of memory", what);
-        return ACL_ERROR_RT_MEMORY_ALLOCATION;
-    }
-    for (size_t i = 0; i < vmm_nreg; i++) {
-        if (vmm_reg[i]->dev == dev) {
+    vmm_stream_t **v = malloc((vmm_nreg + (size_t)vmm_ndefaults + 1) * sizeof(*v));
+    for (size_t i = 0; v != NULL && i < vmm_nreg; i++) {
+        if (dev < 0 || vmm_reg[i]->dev == dev) {
             vmm_reg[i]->refs++;
             v[n++] = vmm_reg[i];
         }
     }
-    if (dev < vmm_ndefaults && vmm_defaults[dev] != NULL) {
-        vmm_defaults[dev]->refs++;
-        v[n++] = vmm_defaults[dev];
+    for (int d = 0; v != NULL && d < vmm_ndefaults; d++) {
+        if (vmm_defaults[d] != NULL && (dev < 0 || d == dev)) {
+            vmm_defaults[d]->refs++;
+            v[n++] = vmm_defaults[d];
+        }
     }
     pthread_mutex_unlock(&vmm_reg_mu);
+    *count = n;
+    return v;
+}
+
+/* Synchronize every stream of device dev (registry and default) within timeout_ms. */
+static aclError vmm_device_sync(int dev, int64_t timeout_ms, const char *what)
+{
+    size_t n = 0;
+    vmm_stream_t **v = vmm_stream_snapshot(dev, &n);
+    if (v == NULL) {
+        ZC_WARN(ZC_SUB_STREAM, "%s: out of memory", what);
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
     aclError first = ACL_SUCCESS;
     uint64_t t0 = zc_time_ns();
     for (size_t i = 0; i < n; i++) {
@@ -570,6 +581,35 @@ static aclError vmm_device_sync(int dev, int64_t timeout_ms, const char *what)
     }
     free(v);
     return first;
+}
+
+aclError vmm_stream_drain_all(const char *what)
+{
+    size_t n = 0;
+    vmm_stream_t **v = vmm_stream_snapshot(-1, &n);
+    if (v == NULL) {
+        ZC_WARN(ZC_SUB_STREAM, "%s: out of memory", what);
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    const vmm_stream_t *self = NULL;
+    for (size_t i = 0; i < n; i++) {
+        self = vmm_stream_is_self(v[i]) ? v[i] : self;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (self == NULL) {
+            (void)vmm_stream_sync(v[i], -1, 0, what); /* errors stay for the next synchronize */
+        }
+        vmm_stream_put(v[i]);
+    }
+    free(v);
+    if (self != NULL) {
+        ZC_WARN(ZC_SUB_STREAM,
+                "%s: called from a task of stream %p, which cannot wait for the "
+                "work queued on the streams; call it outside stream tasks",
+                what, (const void *)self);
+        return ACL_ERROR_RT_STREAM_CONTEXT;
+    }
+    return ACL_SUCCESS;
 }
 
 ZC_EXPORT aclError aclrtSynchronizeDevice(void)
@@ -641,6 +681,19 @@ ZC_EXPORT aclError zccl_stream_enqueue(aclrtStream stream, zccl_task_fn fn, void
     rc = vmm_stream_push(s, fn, arg, dtor);
     vmm_stream_put(s);
     return rc;
+}
+
+ZC_EXPORT int zccl_stream_in_task(void)
+{
+    size_t n = 0;
+    int in = 0;
+    vmm_stream_t **v = vmm_stream_snapshot(-1, &n);
+    for (size_t i = 0; v != NULL && i < n; i++) {
+        in |= vmm_stream_is_self(v[i]);
+        vmm_stream_put(v[i]);
+    }
+    free(v);
+    return in;
 }
 
 ZC_EXPORT int zccl_stream_device(aclrtStream stream)

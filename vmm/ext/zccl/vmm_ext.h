@@ -49,6 +49,9 @@ __attribute__((visibility("default"))) aclError zccl_stream_enqueue(aclrtStream 
                                                                     zccl_task_fn fn, void *arg,
                                                                     void (*dtor)(void *));
 
+/** Non-zero when the calling thread is the worker of a stream (running one of its tasks). */
+__attribute__((visibility("default"))) int zccl_stream_in_task(void);
+
 /** Device id of a stream (NULL = current device default stream); -1 if bogus. */
 __attribute__((visibility("default"))) int zccl_stream_device(aclrtStream stream);
 
