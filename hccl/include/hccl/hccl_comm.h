@@ -19,6 +19,23 @@
  * uses the internal CCL buffer. Symmetric windows (HcclCommSymWinRegister)
  * are a range and an activated block made in one collective call.
  *
+ * Handles: every function taking an HcclComm returns HCCL_E_PTR for NULL and
+ * HCCL_E_PARA (with one log line) for a value that is not a live
+ * communicator of this process, including the handle of a communicator
+ * already destroyed: handles are never reused, so a stale one can never
+ * reach a communicator created later. A communicator does not survive
+ * fork(): in the child, every call on one created by the parent (including
+ * HcclCommDestroy) returns HCCL_E_NOT_SUPPORT with a line naming both pids,
+ * and changes nothing the parent or its peers can see; the child may create
+ * communicators of its own.
+ *
+ * Lifetimes: HcclCommDeactivateCommMemory, HcclCommUnsetMemoryRange and
+ * HcclCommDestroy are ordered after the communicator's queued operations
+ * (they wait for them); called from a stream task while operations are
+ * queued they return HCCL_E_NOT_SUPPORT instead, as they cannot wait there.
+ * Freeing or unmapping memory (aclrtFree, aclrtUnmapMem, ...) likewise waits
+ * for the work queued on the streams.
+ *
  * Unlike CANN this header does not declare the functions weak: a program that
  * uses them must link libhccl, and a missing library is a link error.
  */
@@ -187,10 +204,14 @@ HcclResult HcclBarrier(HcclComm comm, aclrtStream stream);
 /**
  * @brief Destroy a communicator and release its resources.
  *
- * Work already enqueued on streams is completed or abandoned first.
+ * Work already enqueued on streams is completed first.
  *
- * @param comm the communicator; invalid after the call.
- * @return HCCL_SUCCESS; HCCL_E_PTR if @p comm is NULL.
+ * @param comm the communicator; invalid after the call (its handle is never
+ *        given out again).
+ * @return HCCL_SUCCESS; HCCL_E_PTR if @p comm is NULL; HCCL_E_PARA if it is
+ *         not a live communicator; HCCL_E_NOT_SUPPORT in a forked child (the
+ *         parent's communicator is left alone) or from a stream task while
+ *         operations of @p comm are queued.
  */
 HcclResult HcclCommDestroy(HcclComm comm);
 
@@ -319,8 +340,11 @@ HcclResult HcclCommSetMemoryRange(HcclComm comm, void *baseVirPtr, size_t size, 
  *
  * @param comm the communicator.
  * @param baseVirPtr the base passed to HcclCommSetMemoryRange().
+ * Waits for the communicator's queued operations first.
+ *
  * @return HCCL_SUCCESS; HCCL_E_PTR if an argument is NULL; HCCL_E_NOT_FOUND if
- *         no range starts there; HCCL_E_PARA while blocks in it are active.
+ *         no range starts there; HCCL_E_PARA while blocks in it are active;
+ *         HCCL_E_NOT_SUPPORT from a stream task while operations are queued.
  */
 HcclResult HcclCommUnsetMemoryRange(HcclComm comm, void *baseVirPtr);
 
@@ -352,8 +376,12 @@ HcclResult HcclCommActivateCommMemory(HcclComm comm, void *virPtr, size_t size, 
  *
  * @param comm the communicator.
  * @param virPtr the start address passed when activating.
+ * Waits for the communicator's queued operations first, so an operation
+ * issued before the call still sees the block active.
+ *
  * @return HCCL_SUCCESS; HCCL_E_PTR if an argument is NULL; HCCL_E_NOT_FOUND if
- *         no active block starts at @p virPtr.
+ *         no active block starts at @p virPtr; HCCL_E_NOT_SUPPORT from a
+ *         stream task while operations are queued.
  */
 HcclResult HcclCommDeactivateCommMemory(HcclComm comm, void *virPtr);
 
