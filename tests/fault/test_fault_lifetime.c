@@ -13,7 +13,9 @@
  *    while the op waits for a slow peer, wait for the op (which is then
  *    correct, zero-copy where it was issued so) and the comm stays usable;
  *    from a stream task they fail at once with ACL_ERROR_RT_STREAM_CONTEXT /
- *    HCCL_E_NOT_SUPPORT and change nothing.
+ *    HCCL_E_NOT_SUPPORT and change nothing; with threads as ranks, a free
+ *    does not wait for another rank thread's queued op (which may wait for
+ *    the freeing thread).
  * Each waiting call's time is printed (it must cover the peer's delay).
  */
 #include <stdarg.h>
@@ -22,6 +24,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -413,6 +416,74 @@ static void test_free_queued(void **state)
     assert_int_equal(zt_launch_procs(3, rank_free, NULL, 120), 0);
 }
 
+/* Threads as ranks: rank 1 queues an op that waits for rank 0; rank 0 then frees a buffer
+ * of its own before issuing its op. The free waits only for work rank 0's thread queued
+ * (none), so it returns at once; waiting for every stream would wait for rank 1's op, which
+ * waits for rank 0: a deadlock until the exec timeout. */
+static atomic_int zt_thr_queued;
+
+static int rank_thread_free(int rank, int nranks, const HcclRootInfo *root, void *arg)
+{
+    (void)arg;
+    zt_env_t env;
+    if (zt_env_open(&env, rank, nranks, root, NULL) != 0) {
+        return 1;
+    }
+    int fails = 0;
+    int32_t *send = NULL, *recv = NULL, *tmp = NULL;
+    if (aclrtMalloc((void **)&send, ZT_COUNT * 4, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS ||
+        aclrtMalloc((void **)&recv, ZT_COUNT * 4, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS ||
+        aclrtMalloc((void **)&tmp, 4096, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) {
+        return 1;
+    }
+    fails += zt_line_up(&env);
+    zt_lf_fill(send, ZT_COUNT, rank, 80);
+    HcclResult r = HCCL_SUCCESS;
+    if (rank != 0) {
+        r = HcclAllReduce(send, recv, ZT_COUNT, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, env.comm,
+                          env.stream);
+        atomic_fetch_add_explicit(&zt_thr_queued, 1, memory_order_release);
+    } else {
+        while (atomic_load_explicit(&zt_thr_queued, memory_order_acquire) < nranks - 1) {
+            usleep(1000);
+        }
+        uint64_t t0 = zc_time_ns();
+        aclError e = aclrtFree(tmp);
+        double ms = zt_ms_since(t0);
+        printf("threads as ranks: aclrtFree with a peer thread's op queued: %d after %.1f ms\n",
+               (int)e, ms);
+        if (e != ACL_SUCCESS || ms > 1000) {
+            ZT_FAIL("aclrtFree -> %d after %.0f ms", (int)e, ms);
+        }
+        tmp = NULL;
+        r = HcclAllReduce(send, recv, ZT_COUNT, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, env.comm,
+                          env.stream);
+    }
+    aclError e = aclrtSynchronizeStream(env.stream);
+    size_t bad = zt_lf_sum_bad(recv, ZT_COUNT, nranks, 80);
+    if (r != HCCL_SUCCESS || e != ACL_SUCCESS || bad != 0) {
+        ZT_FAIL("rank %d: call %d sync %d, %zu wrong", rank, (int)r, (int)e, bad);
+    }
+    if (tmp != NULL) {
+        aclrtFree(tmp);
+    }
+    aclrtFree(send);
+    aclrtFree(recv);
+    if (zt_env_close(&env) != 0) {
+        fails++;
+    }
+    return fails;
+}
+
+static void test_threads_free(void **state)
+{
+    (void)state;
+    atomic_store(&zt_thr_queued, 0);
+    assert_int_equal(zt_launch_threads(2, rank_thread_free, NULL), 0);
+    atomic_store(&zt_thr_queued, 0);
+    assert_int_equal(zt_launch_threads(3, rank_thread_free, NULL), 0);
+}
+
 /* A zero-copy AllReduce on the arena (block 0 -> block 1), queued; returns the call's code. */
 static HcclResult zt_zc_allreduce(zt_env_t *env, int salt)
 {
@@ -612,9 +683,8 @@ int main(void)
     setenv("HCCL_CONNECT_TIMEOUT", "20", 1);
     setenv("HCCL_BUFFSIZE", "4", 1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stale_handles),
-        cmocka_unit_test(test_fork),
-        cmocka_unit_test(test_free_queued),
+        cmocka_unit_test(test_stale_handles), cmocka_unit_test(test_fork),
+        cmocka_unit_test(test_free_queued),   cmocka_unit_test(test_threads_free),
         cmocka_unit_test(test_zc_lifetime),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -101,10 +101,18 @@ aclError vmm_stream_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dto
 /** Non-zero once s is being force-destroyed: blocking tasks should give up. */
 int vmm_stream_aborting(const vmm_stream_t *s);
 
-/** Wait until every stream of the process has run the work queued on it so far (the
- *  frees' implicit synchronisation; stream errors stay for the next synchronize).
- *  ACL_ERROR_RT_STREAM_CONTEXT (logged, nothing waited for) when called from a stream task. */
-aclError vmm_stream_drain_all(const char *what);
+/** vmm_stream_push, counting the task as the calling thread's queued work until it
+ *  finished (or was dropped); the work a free waits for. Same contract otherwise. */
+aclError vmm_stream_push_tracked(vmm_stream_t *s, zccl_task_fn fn, void *arg,
+                                 void (*dtor)(void *));
+
+/** Wait until every task the calling thread queued with vmm_stream_push_tracked (on any
+ *  stream) has finished: the frees' implicit synchronisation. ACL_ERROR_RT_STREAM_CONTEXT
+ *  (logged, nothing waited for) when called from a stream task.
+ *  Not every stream's work: with threads as ranks, another rank thread's queued op may
+ *  wait for the freeing thread's next op, so waiting for it would deadlock; and a rank's
+ *  own op completing already means its peers are done with its buffers. */
+aclError vmm_stream_drain_mine(const char *what);
 
 /** Wake every blocked event wait so it re-checks its stream and event (vmm_event.c). */
 void vmm_event_wake_all(void);

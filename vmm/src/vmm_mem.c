@@ -14,12 +14,13 @@
  * pointer that did not come from the matching allocator is refused, and an
  * interior pointer can be resolved for IPC.
  *
- * Frees are ordered after the work already queued on the streams, as CANN's
- * (and cudaFree's implicit synchronisation): aclrtFree / aclrtFreeHost first
- * wait until every stream of the process has run what was queued before the
- * call, so a queued copy or collective never touches memory that was given
+ * Frees are ordered after queued work, in the spirit of CANN's rule (and of
+ * cudaFree's implicit synchronisation): aclrtFree / aclrtFreeHost first wait
+ * until every task the calling thread queued before the call (on any stream)
+ * has run, so a queued copy or collective never touches memory that was given
  * back. Called from a stream task (which cannot wait for the streams) they
- * fail with ACL_ERROR_RT_STREAM_CONTEXT and free nothing.
+ * fail with ACL_ERROR_RT_STREAM_CONTEXT and free nothing. Why the calling
+ * thread's work and not every stream's: see vmm_stream_drain_mine.
  */
 #define _GNU_SOURCE
 #include "vmm_internal.h"
@@ -225,7 +226,7 @@ ZC_EXPORT aclError aclrtFree(void *devPtr)
         ZC_WARN(ZC_SUB_MEM, "aclrtFree: devPtr is NULL");
         return ACL_ERROR_INVALID_PARAM;
     }
-    aclError rc = vmm_stream_drain_all("aclrtFree");
+    aclError rc = vmm_stream_drain_mine("aclrtFree");
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -271,7 +272,7 @@ ZC_EXPORT aclError aclrtFreeHost(void *hostPtr)
         ZC_WARN(ZC_SUB_MEM, "aclrtFreeHost: hostPtr is NULL");
         return ACL_ERROR_INVALID_PARAM;
     }
-    aclError rc = vmm_stream_drain_all("aclrtFreeHost");
+    aclError rc = vmm_stream_drain_mine("aclrtFreeHost");
     if (rc != ACL_SUCCESS) {
         return rc;
     }
@@ -376,7 +377,7 @@ static aclError vmm_copy_enqueue(void *dst, const void *src, size_t count, int v
     } else {
         *t = (vmm_copy_task_t){.dst = dst, .src = src, .count = count, .value = value};
         vmm_prof_copy_issue(&t->prof, stream);
-        rc = vmm_stream_push(s, vmm_copy_task, t, free);
+        rc = vmm_stream_push_tracked(s, vmm_copy_task, t, free);
         if (rc != ACL_SUCCESS) {
             free(t);
         }

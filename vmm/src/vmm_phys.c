@@ -21,10 +21,10 @@
  *    cuMemRelease): the memory lives until the last unmap.
  *
  * Lifetimes: aclrtUnmapMem, aclrtFreePhysical and aclrtReleaseMemAddress first
- * wait until every stream of the process has run the work queued before the
- * call (CANN orders a free after the device's queued work), so a queued op
- * never reads or writes memory that is gone; from a stream task, which cannot
- * wait, they fail with ACL_ERROR_RT_STREAM_CONTEXT and change nothing.
+ * wait until the work the calling thread queued before the call has run (as
+ * aclrtFree, vmm_mem.c), so a queued op never reads or writes memory that is
+ * gone; from a stream task, which cannot wait, they fail with
+ * ACL_ERROR_RT_STREAM_CONTEXT and change nothing.
  *
  * Error codes (as documented in acl_rt.h): a NULL, zero, or otherwise wrong
  * argument, including an address outside any reservation, an overlap, a
@@ -354,7 +354,7 @@ ZC_EXPORT aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
         ZC_WARN(ZC_SUB_VMM, "aclrtFreePhysical: handle is NULL");
         return ACL_ERROR_INVALID_PARAM;
     }
-    aclError drained = vmm_stream_drain_all("aclrtFreePhysical");
+    aclError drained = vmm_stream_drain_mine("aclrtFreePhysical");
     if (drained != ACL_SUCCESS) {
         return drained;
     }
@@ -489,7 +489,7 @@ ZC_EXPORT aclError aclrtReleaseMemAddress(void *virPtr)
         ZC_WARN(ZC_SUB_VMM, "aclrtReleaseMemAddress: virPtr is NULL");
         return ACL_ERROR_INVALID_PARAM;
     }
-    aclError drained = vmm_stream_drain_all("aclrtReleaseMemAddress");
+    aclError drained = vmm_stream_drain_mine("aclrtReleaseMemAddress");
     if (drained != ACL_SUCCESS) {
         return drained;
     }
@@ -684,7 +684,7 @@ ZC_EXPORT aclError aclrtUnmapMem(void *virPtr)
         ZC_WARN(ZC_SUB_VMM, "aclrtUnmapMem: virPtr is NULL");
         return ACL_ERROR_INVALID_PARAM;
     }
-    aclError drained = vmm_stream_drain_all("aclrtUnmapMem");
+    aclError drained = vmm_stream_drain_mine("aclrtUnmapMem");
     if (drained != ACL_SUCCESS) {
         return drained;
     }

@@ -583,31 +583,102 @@ static aclError vmm_device_sync(int dev, int64_t timeout_ms, const char *what)
     return first;
 }
 
-aclError vmm_stream_drain_all(const char *what)
+/* ---- frees ordered after the caller's queued work ------------------------------------ */
+
+/* Tasks a thread queued that have not finished (pending), shared by those
+ * tasks and the thread (refs), so a thread may exit with work queued. */
+typedef struct {
+    atomic_uint pending;
+    atomic_int refs;
+} vmm_issuer_t;
+
+typedef struct {
+    zccl_task_fn fn;
+    void *arg;
+    void (*dtor)(void *);
+    vmm_issuer_t *who;
+} vmm_tracked_t;
+
+static pthread_once_t vmm_issuer_once = PTHREAD_ONCE_INIT;
+static pthread_key_t vmm_issuer_key;
+static _Thread_local vmm_issuer_t *vmm_issuer_self;
+
+static void vmm_issuer_put(void *p)
 {
-    size_t n = 0;
-    vmm_stream_t **v = vmm_stream_snapshot(-1, &n);
-    if (v == NULL) {
-        ZC_WARN(ZC_SUB_STREAM, "%s: out of memory", what);
+    vmm_issuer_t *w = p;
+    if (atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) == 1) {
+        free(w);
+    }
+}
+
+static void vmm_issuer_key_make(void)
+{
+    (void)pthread_key_create(&vmm_issuer_key, vmm_issuer_put);
+}
+
+static int vmm_tracked_run(void *p)
+{
+    vmm_tracked_t *t = p;
+    return t->fn(t->arg);
+}
+
+static void vmm_tracked_done(void *p)
+{
+    vmm_tracked_t *t = p;
+    if (t->dtor != NULL) {
+        t->dtor(t->arg);
+    }
+    vmm_issuer_t *w = t->who;
+    if (atomic_fetch_sub_explicit(&w->pending, 1, memory_order_acq_rel) == 1) {
+        zc_futex_wake(&w->pending, INT32_MAX);
+    }
+    vmm_issuer_put(w);
+    free(t);
+}
+
+aclError vmm_stream_push_tracked(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *))
+{
+    if (vmm_issuer_self == NULL) {
+        pthread_once(&vmm_issuer_once, vmm_issuer_key_make);
+        vmm_issuer_t *w = calloc(1, sizeof(*w));
+        if (w == NULL) {
+            ZC_WARN(ZC_SUB_STREAM, "enqueue on stream %p: out of memory", (void *)s);
+            return ACL_ERROR_RT_MEMORY_ALLOCATION;
+        }
+        atomic_init(&w->refs, 1);
+        (void)pthread_setspecific(vmm_issuer_key, w);
+        vmm_issuer_self = w;
+    }
+    vmm_tracked_t *t = malloc(sizeof(*t));
+    if (t == NULL) {
+        ZC_WARN(ZC_SUB_STREAM, "enqueue on stream %p: out of memory", (void *)s);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
-    const vmm_stream_t *self = NULL;
-    for (size_t i = 0; i < n; i++) {
-        self = vmm_stream_is_self(v[i]) ? v[i] : self;
+    *t = (vmm_tracked_t){fn, arg, dtor, vmm_issuer_self};
+    atomic_fetch_add_explicit(&t->who->refs, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->who->pending, 1, memory_order_relaxed);
+    aclError rc = vmm_stream_push(s, vmm_tracked_run, t, vmm_tracked_done);
+    if (rc != ACL_SUCCESS) {
+        atomic_fetch_sub_explicit(&t->who->pending, 1, memory_order_relaxed);
+        vmm_issuer_put(t->who);
+        free(t); /* the caller keeps arg; its dtor is not called */
     }
-    for (size_t i = 0; i < n; i++) {
-        if (self == NULL) {
-            (void)vmm_stream_sync(v[i], -1, 0, what); /* errors stay for the next synchronize */
-        }
-        vmm_stream_put(v[i]);
-    }
-    free(v);
-    if (self != NULL) {
+    return rc;
+}
+
+aclError vmm_stream_drain_mine(const char *what)
+{
+    if (zccl_stream_in_task()) {
         ZC_WARN(ZC_SUB_STREAM,
-                "%s: called from a task of stream %p, which cannot wait for the "
-                "work queued on the streams; call it outside stream tasks",
-                what, (const void *)self);
+                "%s: called from a stream task, which cannot wait for the work queued on the "
+                "streams; call it outside stream tasks",
+                what);
         return ACL_ERROR_RT_STREAM_CONTEXT;
+    }
+    vmm_issuer_t *w = vmm_issuer_self;
+    for (unsigned v;
+         w != NULL && (v = atomic_load_explicit(&w->pending, memory_order_acquire)) != 0;) {
+        (void)zc_futex_wait(&w->pending, v, 0);
     }
     return ACL_SUCCESS;
 }
@@ -678,7 +749,7 @@ ZC_EXPORT aclError zccl_stream_enqueue(aclrtStream stream, zccl_task_fn fn, void
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    rc = vmm_stream_push(s, fn, arg, dtor);
+    rc = vmm_stream_push_tracked(s, fn, arg, dtor);
     vmm_stream_put(s);
     return rc;
 }
@@ -732,4 +803,5 @@ void vmm_stream_atfork_child(void)
     for (int d = 0; d < vmm_ndefaults; d++) {
         vmm_defaults[d] = NULL;
     }
+    vmm_issuer_self = NULL; /* the parent's queued tasks never finish here */
 }

@@ -34,7 +34,7 @@
  * (they wait for them); called from a stream task while operations are
  * queued they return HCCL_E_NOT_SUPPORT instead, as they cannot wait there.
  * Freeing or unmapping memory (aclrtFree, aclrtUnmapMem, ...) likewise waits
- * for the work queued on the streams.
+ * for the work the calling thread queued on the streams.
  *
  * Unlike CANN this header does not declare the functions weak: a program that
  * uses them must link libhccl, and a missing library is a link error.

@@ -385,9 +385,10 @@ ACL_FUNC_VISIBILITY aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMal
 
 /**
  * @brief Free memory from aclrtMalloc.
- *        Ordered after queued work: it first waits until every stream of the
- *        process has run the work queued before the call (so a queued copy or
- *        collective never touches memory that is gone).
+ *        Ordered after queued work: it first waits until the work this thread
+ *        queued before the call (on any stream) has run, so a queued copy or
+ *        collective never touches memory that is gone. Work other threads
+ *        queued is not waited for (order those threads first).
  * @retval ACL_SUCCESS
  * @retval ACL_ERROR_INVALID_PARAM devPtr NULL or not the start of an aclrtMalloc block
  * @retval ACL_ERROR_RT_STREAM_CONTEXT called from a stream task (which cannot
@@ -406,9 +407,10 @@ ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void **hostPtr, size_t size);
 
 /**
  * @brief Free memory from aclrtMallocHost.
- *        Ordered after queued work: it first waits until every stream of the
- *        process has run the work queued before the call (so a queued copy or
- *        collective never touches memory that is gone).
+ *        Ordered after queued work: it first waits until the work this thread
+ *        queued before the call (on any stream) has run, so a queued copy or
+ *        collective never touches memory that is gone. Work other threads
+ *        queued is not waited for (order those threads first).
  * @retval ACL_SUCCESS
  * @retval ACL_ERROR_INVALID_PARAM hostPtr NULL or not from aclrtMallocHost
  * @retval ACL_ERROR_RT_STREAM_CONTEXT called from a stream task (which cannot
@@ -676,9 +678,10 @@ ACL_FUNC_VISIBILITY aclError aclrtReserveMemAddress(void **virPtr, size_t size, 
 /**
  * @brief Release a reservation from aclrtReserveMemAddress (unmap everything
  *        in it first).
- *        Ordered after queued work: it first waits until every stream of the
- *        process has run the work queued before the call (so a queued copy or
- *        collective never touches memory that is gone).
+ *        Ordered after queued work: it first waits until the work this thread
+ *        queued before the call (on any stream) has run, so a queued copy or
+ *        collective never touches memory that is gone. Work other threads
+ *        queued is not waited for (order those threads first).
  * @retval ACL_SUCCESS
  * @retval ACL_ERROR_INVALID_PARAM virPtr NULL or not the start of a
  *         reservation, or the reservation still has mappings
@@ -713,9 +716,10 @@ ACL_FUNC_VISIBILITY aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size
  *        is allowed: the memory lives until the last unmap. When the last
  *        reference goes, its shareable handle is withdrawn (later imports
  *        fail; earlier imports keep their memory).
- *        Ordered after queued work: it first waits until every stream of the
- *        process has run the work queued before the call (so a queued copy or
- *        collective never touches memory that is gone).
+ *        Ordered after queued work: it first waits until the work this thread
+ *        queued before the call (on any stream) has run, so a queued copy or
+ *        collective never touches memory that is gone. Work other threads
+ *        queued is not waited for (order those threads first).
  * @retval ACL_SUCCESS
  * @retval ACL_ERROR_INVALID_PARAM handle is NULL
  * @retval ACL_ERROR_RT_INVALID_HANDLE handle is not a live physical handle
@@ -747,9 +751,10 @@ ACL_FUNC_VISIBILITY aclError aclrtMapMem(void *virPtr, size_t size, size_t offse
  * @brief Unmap the mapping that starts at virPtr; the range goes back to
  *        PROT_NONE and stays reserved. A handle already freed dies here if
  *        this was its last mapping.
- *        Ordered after queued work: it first waits until every stream of the
- *        process has run the work queued before the call (so a queued copy or
- *        collective never touches memory that is gone).
+ *        Ordered after queued work: it first waits until the work this thread
+ *        queued before the call (on any stream) has run, so a queued copy or
+ *        collective never touches memory that is gone. Work other threads
+ *        queued is not waited for (order those threads first).
  * @retval ACL_SUCCESS
  * @retval ACL_ERROR_INVALID_PARAM virPtr NULL, or no mapping starts at virPtr
  * @retval ACL_ERROR_RT_MEMORY_ALLOCATION the range could not be re-reserved
