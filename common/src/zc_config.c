@@ -28,10 +28,18 @@ static zc_config_t zc_cfg;
 static pthread_once_t zc_cfg_once = PTHREAD_ONCE_INIT;
 
 /* Each zccl library (libascendcl, libhccl, a tool) carries its own copy of
- * this file and loads the same environment into the same values; this flag
- * is exported so the dynamic linker binds every copy to one instance, and
- * only the first copy to load prints the warnings (and ZCCL_PRINT_CONFIG). */
-ZC_EXPORT atomic_int zccl_config_warned = 0;
+ * this file and loads the same environment into the same values. This one
+ * function is exported, so the dynamic linker binds every copy's call to a
+ * single definition (and its flag): only the first copy to load prints the
+ * warnings (and ZCCL_PRINT_CONFIG). A function rather than an exported
+ * variable, as one variable defined by two libraries is an ODR violation to
+ * the sanitizers. */
+ZC_EXPORT int zccl_config_claim_warnings(void);
+ZC_EXPORT int zccl_config_claim_warnings(void)
+{
+    static atomic_int claimed;
+    return atomic_exchange_explicit(&claimed, 1, memory_order_acq_rel) == 0;
+}
 
 typedef struct {
     const char *name;
@@ -234,7 +242,7 @@ static void zc_cfg_init(void)
     (void)zc_log_parse_level(zc_cfg.log_level, &level);
     (void)zc_log_parse_subsys(zc_cfg.log_subsys, &mask);
     int file_err = zc_log_setup(level, mask, zc_cfg.log_file);
-    if (atomic_exchange_explicit(&zccl_config_warned, 1, memory_order_acq_rel) != 0) {
+    if (!zccl_config_claim_warnings()) {
         return; /* another library's copy of the table already spoke */
     }
     if (file_err != 0) {
