@@ -683,9 +683,13 @@ int main(void)
     setenv("HCCL_CONNECT_TIMEOUT", "20", 1);
     setenv("HCCL_BUFFSIZE", "4", 1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stale_handles), cmocka_unit_test(test_fork),
-        cmocka_unit_test(test_free_queued),   cmocka_unit_test(test_threads_free),
+        cmocka_unit_test(test_stale_handles),
+        cmocka_unit_test(test_fork),
+        cmocka_unit_test(test_free_queued),
         cmocka_unit_test(test_zc_lifetime),
+        /* Last: ranks as threads leave this process multi-threaded, and the
+         * tests above fork it. */
+        cmocka_unit_test(test_threads_free),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -346,10 +346,14 @@ static void zt_first_call(zt_body_fn body, const char *const *env, int want_line
 {
     zt_run_t r;
     zt_run(env, body, NULL, &r);
-    if (r.status != 0 || r.ms >= ZT_FAST_MS || r.err_lines != want_lines) {
+    /* A hang is killed after ZT_KILL_MS; these also start the runtime or a
+     * root listener, so they get more than the matrix's bound (sanitizers). */
+    if (r.status != 0 || r.ms >= ZT_KILL_MS / 2 || r.err_lines != want_lines) {
         fail_msg("exit %d after %.1f ms with %d stderr lines (want %d):\n%s", r.status, r.ms,
                  r.err_lines, want_lines, r.err);
     }
+    print_message("first call with bad values: %d stderr lines after %.1f ms\n", r.err_lines,
+                  r.ms);
 }
 
 static void test_first_calls(void **state)
