@@ -34,7 +34,7 @@ static zh_capture_t *zh_capture_new(zh_comm_t *c, uint32_t nitems)
         ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory capturing an op", c->rank);
         return NULL;
     }
-    t->handle = (HcclComm)c;
+    t->handle = zh_comm_handle(c);
     t->rank = c->rank;
     memcpy(t->name, c->name, sizeof(t->name));
     t->nitems = nitems;

@@ -139,6 +139,19 @@ zh_comm_t *zh_comm_lookup(HcclComm comm)
     return found;
 }
 
+HcclComm zh_comm_handle(const zh_comm_t *c)
+{
+    HcclComm h = NULL;
+    pthread_mutex_lock(&zh_registry_lock);
+    for (size_t i = 0; i < ZH_MAX_COMMS && h == NULL; i++) {
+        if (zh_registry[i].comm == c) {
+            h = zh_handle_make(i, zh_registry[i].gen);
+        }
+    }
+    pthread_mutex_unlock(&zh_registry_lock);
+    return h;
+}
+
 HcclResult zh_comm_get(HcclComm comm, const char *fn, zh_comm_t **out)
 {
     if (comm == NULL) {

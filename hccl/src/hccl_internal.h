@@ -361,6 +361,8 @@ int zh_wait_check(zh_comm_t *c, int peer, uint64_t start);
 
 /* hccl_comm.c: registry of live communicators (handles are validated) */
 zh_comm_t *zh_comm_lookup(HcclComm comm);
+/* The handle given out for a live c (NULL when c is not in the registry). */
+HcclComm zh_comm_handle(const zh_comm_t *c);
 HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank,
                         const HcclCommConfig *cfg, HcclComm *out);
 HcclResult zh_comm_destroy(zh_comm_t *c);

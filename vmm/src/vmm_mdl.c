@@ -390,8 +390,8 @@ static aclError vmm_mdl_issue(vmm_mdl_t *m, vmm_stream_t *s, aclrtStream h)
 {
     for (size_t i = 0; i < m->n; i++) {
         const vmm_mdl_node_t *nd = &m->nodes[i];
-        aclError rc =
-            nd->fn != NULL ? vmm_stream_push(s, nd->fn, nd->arg, NULL) : nd->replay(nd->arg, h);
+        aclError rc = nd->fn != NULL ? vmm_stream_push_tracked(s, nd->fn, nd->arg, NULL)
+                                     : nd->replay(nd->arg, h);
         if (rc != ACL_SUCCESS) {
             ZC_WARN(ZC_SUB_STREAM,
                     "aclmdlRIExecuteAsync: node %zu of %zu failed to issue "

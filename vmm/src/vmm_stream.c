@@ -638,6 +638,11 @@ static void vmm_tracked_done(void *p)
 
 aclError vmm_stream_push_tracked(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *))
 {
+    if (atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) != 0 &&
+        vmm_mdl_capturing(s)) {
+        /* Captured, not queued: it is pending only when a replay queues it. */
+        return vmm_stream_push(s, fn, arg, dtor);
+    }
     if (vmm_issuer_self == NULL) {
         pthread_once(&vmm_issuer_once, vmm_issuer_key_make);
         vmm_issuer_t *w = calloc(1, sizeof(*w));

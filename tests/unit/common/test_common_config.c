@@ -73,6 +73,7 @@ static const zt_var_t zt_vars[] = {
     {"ZCCL_LOG_SUBSYS", "ALL", NULL, NULL, NULL, NULL},
     {"ZCCL_LOG_FILE", "", "abc", "-1", "0", NULL},
     {"ZCCL_PRINT_CONFIG", "false", NULL, NULL, "false", NULL},
+    {"ZCCL_PRINT_STATS", "false", NULL, NULL, "false", NULL},
     {"ZCCL_SPIN_ITERS", "2000", NULL, NULL, "0", "100000001"},
     {"ZCCL_ONESHOT_MAX", "16384", NULL, NULL, "0", "1073741825"},
     {"ZCCL_NT_MIN", "8388608", NULL, NULL, "0", "4294967296"},
