@@ -2,7 +2,9 @@
  * The environment table under bad values: the matrix over every variable of
  * the table (unparsable, negative, zero, huge, one past the maximum), run
  * through the zccl_config tool in a child each. Each case must finish in well
- * under a second, print exactly the expected number of stderr lines (one
+ * under a second (one slower run is run again, as a loaded 2-core box can
+ * starve a short child; a hang is slow twice, and killed after 5 s), print
+ * exactly the expected number of stderr lines (one
  * warning for a bad value, none for a good one) and show the expected value
  * in force (the default for a bad value). The test's own list of variables
  * must cover the tool's: a variable added to the table without a row here
@@ -91,6 +93,7 @@ typedef struct {
 static char zt_dir[64]; /* the children's working directory (ZCCL_LOG_FILE=abc lands there) */
 static double zt_worst_ms;
 static double zt_total_ms;
+static int zt_retries; /* cases run again after one slow run */
 static int zt_cases;
 
 static void zt_read_file(const char *path, char *buf, size_t n)
@@ -209,6 +212,11 @@ static void zt_case(const char *name, const char *value, int want_lines, const c
     zt_run_t r;
     char got[512];
     zt_run(env, NULL, NULL, &r);
+    if (r.ms >= ZT_FAST_MS) {
+        /* A loaded 2-core box can starve one short child; a hang is slow twice. */
+        zt_retries++;
+        zt_run(env, NULL, NULL, &r);
+    }
     if (r.status != 0 || r.ms >= ZT_FAST_MS || r.err_lines != want_lines ||
         zt_value_of(r.out, name, got, sizeof(got)) != 0 || strcmp(got, want) != 0) {
         fail_msg("%s=\"%.40s\": exit %d after %.1f ms, %d stderr lines (want %d), value \"%s\" "
@@ -252,9 +260,9 @@ static void test_matrix(void **state)
     zt_case("ZCCL_LOG_SUBSYS", "^COLL,BOOT", 0, "^COLL,BOOT");
     zt_case("ZCCL_LOG_SUBSYS", "COLL,,", 0, "COLL,,");
     zt_case("ZCCL_LOG_LEVEL", "DEBUG", 0, "DEBUG");
-    print_message("bad-environment matrix: %d cases over %d variables, mean %.1f ms, slowest "
-                  "%.1f ms\n",
-                  zt_cases, (int)ZT_NVARS, zt_total_ms / zt_cases, zt_worst_ms);
+    print_message("bad-environment matrix: %d runs over %d variables, mean %.1f ms, slowest "
+                  "%.1f ms, %d slow runs retried\n",
+                  zt_cases, (int)ZT_NVARS, zt_total_ms / zt_cases, zt_worst_ms, zt_retries);
 }
 
 /* Misspelt ZCCL_ names: one warning each, with the nearest name when there is one. */
@@ -353,8 +361,7 @@ static void zt_first_call(zt_body_fn body, const char *const *env, int want_line
         fail_msg("exit %d after %.1f ms with %d stderr lines (want %d):\n%s", r.status, r.ms,
                  r.err_lines, want_lines, r.err);
     }
-    print_message("first call with bad values: %d stderr lines after %.1f ms\n", r.err_lines,
-                  r.ms);
+    print_message("first call with bad values: %d stderr lines after %.1f ms\n", r.err_lines, r.ms);
 }
 
 static void test_first_calls(void **state)
