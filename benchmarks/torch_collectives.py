@@ -86,9 +86,15 @@ class Op:
         if self.recv is not self.send:
             self.recv.fill_(-1.0)
 
-    def call(self, group):
+    def supported(self, gloo):
+        """Gloo (torch 1.13) has no reduce_scatter and no _allgather_base."""
+        return not (gloo and self.name == "reduce_scatter")
+
+    def call(self, group, gloo=False):
         name, n = self.name, self.n
-        if name == "all_reduce":
+        if name == "all_gather" and gloo:
+            dist.all_gather(list(self.recv.chunk(n)), self.send, group=group)
+        elif name == "all_reduce":
             dist.all_reduce(self.send, group=group)
         elif name == "broadcast":
             dist.broadcast(self.send, 0, group=group)
@@ -147,11 +153,11 @@ def staged_counter():
     return f
 
 
-def timed(op, group, iters, sync):
+def timed(op, group, iters, gloo, sync):
     sync()
     t0 = time.perf_counter()
     for _ in range(iters):
-        op.call(group)
+        op.call(group, gloo)
     dt = time.perf_counter() - t0
     return dt / iters
 
@@ -175,13 +181,17 @@ def worker(rank, n, port, sizes, ops, q):
             iters = iters_for(op.nbytes)
             res = {}
             for label, group in (("zccl", zg), ("gloo", gg)):
+                gloo = label == "gloo"
+                if not op.supported(gloo):
+                    res[label] = (None, 0, None)
+                    continue
                 op.fill()
-                op.call(group)
+                op.call(group, gloo)
                 bad = torch.tensor([op.wrong()], dtype=torch.int64)
                 dist.all_reduce(bad, group=gg)
-                op.call(group)  # warm-up
+                op.call(group, gloo)  # warm-up
                 before = counter(comm) if counter and label == "zccl" else None
-                t = timed(op, group, iters, lambda: dist.barrier(group=gg))
+                t = timed(op, group, iters, gloo, lambda: dist.barrier(group=gg))
                 staged = counter(comm) - before if before is not None else None
                 tt = torch.tensor([t], dtype=torch.float64)
                 dist.all_reduce(tt, op=dist.ReduceOp.MAX, group=gg)
@@ -212,13 +222,16 @@ def fmt_table(rows, n):
             zt, zw, zs = res["zccl"]
             gt, gw, _ = res["gloo"]
             alg = nbytes / zt / 1e9
-            galg = nbytes / gt / 1e9
             f = busbw_factor(name, n)
             staged = "-" if zs is None else str(zs)
-            out.append("  %12d %12d %5s %5s | %10.2f %8.3f %8.3f %8s %6d | %10.2f %8.3f %6d | "
-                       "%7.1fx%s" % (nbytes, count, "float", "sum", zt * 1e6, alg, alg * f,
-                                     staged, zw, gt * 1e6, galg * f, gw, gt / zt,
-                                     "" if zc else " (not activated)"))
+            if gt is None:
+                gloo = "%10s %8s %6s | %8s" % ("n/a", "-", "-", "-")
+            else:
+                gloo = "%10.2f %8.3f %6d | %7.1fx" % (gt * 1e6, nbytes / gt / 1e9 * f, gw,
+                                                     gt / zt)
+            out.append("  %12d %12d %5s %5s | %10.2f %8.3f %8.3f %8s %6d | %s%s" % (
+                nbytes, count, "float", "sum", zt * 1e6, alg, alg * f, staged, zw, gloo,
+                "" if zc else " (not activated)"))
     return "\n".join(out)
 
 
@@ -296,9 +309,11 @@ def main():
                 zt, _, zs = res["zccl"]
                 gt = res["gloo"][0]
                 fac = busbw_factor(name, a.nranks)
-                f.write("%s,%d,%d,%.3f,%.4f,%s,%.3f,%.4f,%.2f\n" % (
+                gcols = "," * 2 if gt is None else "%.3f,%.4f,%.2f" % (
+                    gt * 1e6, nbytes / gt / 1e9 * fac, gt / zt)
+                f.write("%s,%d,%d,%.3f,%.4f,%s,%s\n" % (
                     name, nbytes, count, zt * 1e6, nbytes / zt / 1e9 * fac,
-                    "" if zs is None else zs, gt * 1e6, nbytes / gt / 1e9 * fac, gt / zt))
+                    "" if zs is None else zs, gcols))
         if a.png:
             plot(a.csv, a.png, ops)
     wrong = sum(r[3]["zccl"][1] + r[3]["gloo"][1] for r in rows)
