@@ -56,3 +56,4 @@ echo "bench: tables, CSVs, busbw.png and targets.txt are in $OUT/"
 if [ "${STRICT:-0}" = 1 ] && [ "${targets_missed:-0}" = 1 ]; then
     exit 1
 fi
+BUILD="$BUILD" OUT="$OUT" scripts/bench_torch.sh  # the PyTorch backend: torch_collectives.py and ddp_train.py

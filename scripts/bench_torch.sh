@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The PyTorch benchmarks (scripts/bench.sh runs this last): builds the zccl_torch
+# extension, then
+#   benchmarks/torch_collectives.py  every collective, 8 B .. 256 MiB, zccl (activated
+#                                    tensors) against Gloo in the same run: table,
+#                                    CSV and PNG
+#   benchmarks/ddp_train.py          DDP training of an MLP with Gloo and with zccl:
+#                                    step time, all-reduce time, loss curve against a
+#                                    one-process run, weights identical on every rank
+# and appends the targets (MET / MISSED with the numbers) to $OUT/targets_torch.txt.
+# Sizes and iteration counts are kept so this finishes in a few minutes on 2 cores.
+#
+# Environment: BUILD (default build), OUT (default out), NP (ranks, default 2),
+# SIZES (torch_collectives --sizes list), STRICT=1 (fail on a missed target; a wrong
+# result always fails).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh gnuplot-nox
+BUILD=${BUILD:-build}
+OUT=${OUT:-out}
+NP=${NP:-2}
+SIZES=${SIZES:-8,64,512,4K,64K,1M,16M,64M,256M}
+PY=/usr/bin/python3
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+if ! grep -q "^ZCCL_TORCH_PYTHON_LIBRARY:.*torch_python" "$BUILD/CMakeCache.txt"; then
+    echo "bench_torch: PyTorch was not found (python3-torch, libtorch-dev, pybind11-dev)"
+    exit 1
+fi
+cmake --build "$BUILD" -j"$(nproc)" --target zccl_torch_ext
+mkdir -p "$OUT"
+export PYTHONPATH="$BUILD/torch/python${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1
+
+echo "== torch_collectives np $NP"
+rc=0
+"$PY" benchmarks/torch_collectives.py -n "$NP" --sizes "$SIZES" --csv "$OUT/torch_colls.csv" \
+    --png "$OUT/torch_colls.png" | tee "$OUT/torch_colls.txt" || rc=1
+echo "== ddp_train np $NP"
+"$PY" benchmarks/ddp_train.py -n "$NP" --backend both | tee "$OUT/torch_ddp.txt" || rc=1
+
+grep -h "^target\|^results\|^ddp_train:" "$OUT/torch_colls.txt" "$OUT/torch_ddp.txt" |
+    tee "$OUT/targets_torch.txt"
+if [ "$rc" -ne 0 ]; then
+    echo "bench_torch: a benchmark failed (wrong results or a crash)"
+    exit 1
+fi
+if [ "${STRICT:-0}" = 1 ] && grep -q MISSED "$OUT/targets_torch.txt"; then
+    exit 1
+fi
+echo "bench_torch: torch_colls.txt, torch_colls.png, torch_ddp.txt in $OUT/"

@@ -1,0 +1,100 @@
+"""Faults: a killed rank makes every other rank's wait() raise, naming the
+zccl error, well within the group's timeout; a stuck rank makes them raise
+HCCL_E_TIMEOUT after the timeout; nobody hangs at exit.
+Usage: test_torch_fault.py NRANKS (3)
+"""
+import os
+import signal
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+import zt_harness
+
+TIMEOUT_S = 60  # the group's timeout: a dead peer must be seen far sooner
+
+
+def killed(rank, n):
+    c = zt_harness.Checker(rank)
+    t = torch.ones(1 << 16)
+    dist.all_reduce(t)
+    c.equal("first all_reduce", t, torch.full((1 << 16,), float(n)))
+    if rank == n - 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    t0 = time.time()
+    msg = ""
+    try:
+        w = dist.all_reduce(t, async_op=True)
+        w.wait()
+    except RuntimeError as e:
+        msg = str(e)
+    dt = time.time() - t0
+    c.true("wait() raised after the kill (message %r)" % msg, "HCCL_E_" in msg)
+    c.true("raised in %.1f s, under a third of the %d s timeout" % (dt, TIMEOUT_S),
+           dt < TIMEOUT_S / 3)
+    # later ops fail at once: the communicator is broken
+    t1 = time.time()
+    try:
+        dist.all_reduce(torch.ones(4))
+        c.true("a later op fails", False)
+    except RuntimeError as e:
+        c.true("a later op names the error", "HCCL_E_" in str(e))
+    c.true("the later op failed fast", time.time() - t1 < 5)
+    c.finish()
+    print("rank %d: wait raised in %.2f s: %s" % (rank, dt, msg.splitlines()[0]))
+    # returning runs destroy_process_group with a dead peer: it must not hang
+
+
+def stuck(rank, n):
+    c = zt_harness.Checker(rank)
+    dist.barrier()
+    if rank == 1:
+        time.sleep(8)  # alive but not taking part
+        os._exit(0)
+    t0 = time.time()
+    msg = ""
+    try:
+        dist.all_reduce(torch.ones(8))
+    except RuntimeError as e:
+        msg = str(e)
+    dt = time.time() - t0
+    c.true("timeout named (message %r)" % msg, "HCCL_E_TIMEOUT" in msg or "timed out" in msg)
+    c.true("raised after %.1f s, near the 3 s timeout" % dt, 2.0 <= dt < 20)
+    c.finish()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    # The killed rank exits by SIGKILL: the harness expects exactly that one.
+    import torch.multiprocessing as mp
+
+    for name, fn, timeout_s, expect_dead in (("killed", killed, TIMEOUT_S, n - 1),
+                                             ("stuck", stuck, 3, None)):
+        ctx = mp.get_context("spawn")
+        errq = ctx.SimpleQueue()
+        path = zt_harness.store_path()
+        t0 = time.time()
+        procs = [ctx.Process(target=zt_harness._entry,
+                             args=(r, n, path, fn, (), timeout_s, errq)) for r in range(n)]
+        for p in procs:
+            p.start()
+        bad = []
+        for r, p in enumerate(procs):
+            p.join(120)
+            if p.is_alive():
+                p.kill()
+                bad.append("%s: rank %d hung" % (name, r))
+            elif r == expect_dead:
+                if p.exitcode != -signal.SIGKILL:
+                    bad.append("%s: rank %d exit %s, expected SIGKILL" % (name, r, p.exitcode))
+            elif p.exitcode != 0:
+                bad.append("%s: rank %d exit status %s" % (name, r, p.exitcode))
+        while not errq.empty():
+            bad.append("%s: rank %d raised:\n%s" % ((name,) + errq.get()))
+        if bad:
+            print("\n".join(bad))
+            sys.exit(1)
+        print("%s: %d ranks behaved in %.1f s" % (name, n, time.time() - t0))

@@ -1,0 +1,136 @@
+"""Shared launcher and checks for the zccl_torch tests.
+
+run(fn, nranks, *args) starts nranks processes with torch.multiprocessing
+(spawn), each initialising the "zccl" process group over a file store (no
+port to race for on a busy machine), runs fn(rank, nranks, *args) in each and fails (exit
+status 1, with every rank's error) when any rank raised, exited badly or did
+not finish within the time limit. Each test file is one spawned run holding
+many cases, since importing torch dominates the time on a small machine.
+"""
+import ctypes
+import datetime
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def store_path():
+    """A fresh path for a FileStore (torch creates the file)."""
+    d = tempfile.mkdtemp(prefix="zt_store_")
+    return os.path.join(d, "store")
+
+
+def _entry(rank, nranks, path, fn, args, timeout_s, errq):
+    try:
+        import zccl_torch  # noqa: F401  (registers "zccl")
+
+        dist.init_process_group(
+            "zccl",
+            init_method="file://" + path,
+            rank=rank,
+            world_size=nranks,
+            timeout=datetime.timedelta(seconds=timeout_s),
+        )
+        fn(rank, nranks, *args)
+        dist.destroy_process_group()
+    except BaseException:
+        errq.put((rank, traceback.format_exc()))
+        sys.stderr.write("rank %d FAILED\n%s" % (rank, traceback.format_exc()))
+        sys.stderr.flush()
+        os._exit(1)
+
+
+def run(fn, nranks, *args, timeout_s=120, limit_s=600):
+    """Runs fn on nranks ranks; exits the test with status 1 on any failure."""
+    ctx = mp.get_context("spawn")
+    errq = ctx.SimpleQueue()
+    path = store_path()
+    t0 = time.time()
+    procs = []
+    for r in range(nranks):
+        p = ctx.Process(target=_entry, args=(r, nranks, path, fn, args, timeout_s, errq))
+        p.start()
+        procs.append(p)
+    bad = []
+    for r, p in enumerate(procs):
+        p.join(max(1.0, limit_s - (time.time() - t0)))
+        if p.is_alive():
+            p.kill()
+            p.join()
+            bad.append("rank %d did not finish within %d s" % (r, limit_s))
+        elif p.exitcode != 0:
+            bad.append("rank %d exit status %s" % (r, p.exitcode))
+    while not errq.empty():
+        r, tb = errq.get()
+        bad.append("rank %d raised:\n%s" % (r, tb))
+    shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+    if bad:
+        print("\n".join(bad))
+        sys.exit(1)
+    print("%d ranks passed in %.1f s" % (nranks, time.time() - t0))
+
+
+class Checker:
+    """Counts cases and collects mismatches instead of stopping at the first."""
+
+    def __init__(self, rank):
+        self.rank = rank
+        self.cases = 0
+        self.failures = []
+
+    def equal(self, what, got, want):
+        self.cases += 1
+        if got.dtype != want.dtype or got.shape != want.shape or not torch.equal(got, want):
+            self.failures.append("%s: got %s, want %s" % (what, got.flatten()[:8].tolist(),
+                                                           want.flatten()[:8].tolist()))
+
+    def true(self, what, cond):
+        self.cases += 1
+        if not cond:
+            self.failures.append(what)
+
+    def raises(self, what, fn, needle):
+        self.cases += 1
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - the message is what is checked
+            if needle not in str(e):
+                self.failures.append("%s: message %r lacks %r" % (what, str(e), needle))
+            return
+        self.failures.append("%s: did not raise" % what)
+
+    def finish(self):
+        if self.failures:
+            raise AssertionError("rank %d: %d of %d cases failed:\n  %s" % (
+                self.rank, len(self.failures), self.cases, "\n  ".join(self.failures[:40])))
+        if self.rank == 0:
+            print("rank 0: %d cases passed" % self.cases)
+
+
+def staged_bytes(pg):
+    """Bytes zccl staged through CCL buffers on pg's communicator, from the
+    counter libhccl exports for tests (None when the library lacks it)."""
+    lib = os.environ.get("ZT_LIBHCCL")
+    if not lib:
+        return None
+    h = ctypes.CDLL(lib)
+    if not hasattr(h, "zccl_comm_staged_bytes"):
+        return None
+    f = h.zccl_comm_staged_bytes
+    f.restype = ctypes.c_uint64
+    f.argtypes = [ctypes.c_void_p]
+    return int(f(ctypes.c_void_p(pg._comm_handle())))

@@ -1,0 +1,265 @@
+/*
+ * zccl_torch: a c10d::ProcessGroup (PyTorch 1.13) on zccl's public API.
+ *
+ * Protocol. One ProcessGroupZccl owns one HCCL communicator, created from a
+ * root info that group rank 0 makes with HcclGetRootInfo and publishes in the
+ * group's c10d store (the other ranks read it there; no MPI). Ops are issued
+ * on the caller's thread under the group's mutex, so the order in which a
+ * rank issues them is the order zccl matches them in. Each op goes on one of
+ * three lanes, each an aclrtStream: collectives, sends, receives (separate
+ * so an isend and an irecv posted in either order on two ranks do not wait
+ * on each other). After the op, an event is recorded on the lane; the Work
+ * holds it, the tensors the op reads and writes, and an optional host step
+ * run after success (copy a dense temporary back into a strided tensor,
+ * divide for AVG).
+ *
+ * Completion and errors. A stream reports errors only to a synchronize (the
+ * first task error since the last one). So a lane's pending works are
+ * finished together when the lane is idle: under the mutex (nothing can be
+ * issued) the lane's stream is queried and, if it ran everything, one
+ * synchronize returns the verdict for all of them. A waiter therefore waits
+ * for its own event, then for the lane's newest event, until the lane is
+ * idle. An error fails every work that was pending on the lane with the
+ * HCCL code named in the message (a failed op breaks the communicator, so
+ * later ops fail too). getFuture() futures are completed by a progress
+ * thread started on first use; waits never need it.
+ */
+#pragma once
+
+#include <torch/extension.h>
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <acl/acl.h>
+#include <hccl/hccl.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace zccl_torch
+{
+
+/* ---- zt_util.cpp: names, checks, dtype and op mapping ---------------------- */
+
+/** "HCCL_E_REMOTE (a peer reported an error)" for an HcclResult value. */
+std::string zt_hccl_name(int code);
+/** Throws c10::Error: "zccl: <what> failed: <name> [code N]". */
+[[noreturn]] void zt_throw_hccl(const std::string &what, int code);
+/** Throws c10::Error for an aclError. */
+[[noreturn]] void zt_throw_acl(const std::string &what, int code);
+
+/** aclInit once per process (the allocator and the first group both need it). */
+void zt_acl_init();
+
+/** The HcclDataType of a tensor's dtype (bool travels as uint8); throws for
+ *  dtypes zccl has no type for (complex, quantized, ...). */
+HcclDataType zt_dtype(const at::Tensor &t);
+
+/** What an op's reduction becomes on zccl. */
+struct zt_redop {
+    HcclReduceOp op;
+    bool avg; /* SUM, then divide by the group size */
+};
+/** Maps a c10d ReduceOp for a dtype; throws for what zccl cannot do
+ *  (bitwise ops except on bool, PREMUL_SUM, AVG on integers). */
+zt_redop zt_reduce_op(const c10d::ReduceOp &op, at::ScalarType st);
+
+/** Checks a tensor argument: CPU, strided; names the op and the problem. */
+void zt_check_tensor(const at::Tensor &t, const char *op);
+/** Checks a list holds exactly one tensor (one tensor per process on CPU). */
+void zt_check_single(const std::vector<at::Tensor> &ts, const char *op);
+/** Checks every tensor has the dtype (and, when same_size, the numel) of ref. */
+void zt_check_same(const std::vector<at::Tensor> &ts, const at::Tensor &ref, bool same_size,
+                   const char *op);
+
+/* ---- zt_alloc.cpp: the activated-memory CPU allocator ----------------------- */
+
+/** Installs the allocator as torch's CPU allocator (idempotent). Reserves
+ *  reserve_bytes of address space; physical memory is mapped in chunks of
+ *  chunk_bytes (larger tensors get a chunk of their own). Communicators that
+ *  exist now or are created later get the range set and every chunk
+ *  activated. Collective when communicators already exist. */
+void zt_alloc_enable(size_t reserve_bytes, size_t chunk_bytes);
+bool zt_alloc_enabled();
+/** True when [p, p+n) lies in one activated chunk of the allocator. */
+bool zt_alloc_contains(const void *p, size_t n);
+/** Registers / withdraws a communicator (set range, activate every chunk). */
+void zt_alloc_attach(HcclComm comm);
+void zt_alloc_detach(HcclComm comm);
+/** Statistics: {reserved, mapped, in use, cached, chunks, fallbacks}. */
+std::vector<uint64_t> zt_alloc_stats();
+
+/* ---- zt_pg.cpp / zt_work.cpp: group and work -------------------------------- */
+
+class WorkZccl;
+
+enum zt_lane_id { ZT_LANE_COLL = 0, ZT_LANE_SEND = 1, ZT_LANE_RECV = 2, ZT_LANES = 3 };
+
+struct zt_lane {
+    aclrtStream stream = nullptr;
+    std::deque<c10::intrusive_ptr<WorkZccl>> pending;
+};
+
+/* State shared by the group and its works (a work may outlive the group). */
+struct zt_core {
+    int rank = 0;
+    int size = 0;
+    int device = 0;
+    HcclComm comm = nullptr;
+    std::chrono::milliseconds timeout{0};
+    std::mutex mu; /* issue and completion */
+    zt_lane lanes[ZT_LANES];
+    bool closed = false;
+
+    /* progress thread: completes futures */
+    std::mutex fmu;
+    std::condition_variable fcv;
+    std::deque<c10::intrusive_ptr<WorkZccl>> fqueue;
+    std::thread fthread;
+    bool fstop = false;
+
+    /** Finishes the lane's pending works if its stream ran everything;
+     *  called with mu held. Returns the works finished (futures are marked
+     *  by the caller after dropping mu). */
+    void collect(int lane, std::vector<c10::intrusive_ptr<WorkZccl>> &done);
+    /** Blocks until w is finished or the timeout passes (then throws). */
+    void complete(WorkZccl *w, std::chrono::milliseconds timeout);
+    void future_loop();
+};
+
+class WorkZccl : public c10d::Work
+{
+  public:
+    WorkZccl(std::shared_ptr<zt_core> core, int rank, c10d::OpType type, int lane,
+             std::vector<at::Tensor> outputs);
+    ~WorkZccl() override;
+
+    bool isCompleted() override;
+    bool isSuccess() const override;
+    bool wait(std::chrono::milliseconds timeout) override;
+    void synchronize() override;
+    void abort() override;
+    std::vector<at::Tensor> result() override;
+    c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+    int sourceRank() const override;
+
+    /* set by the group at issue */
+    int src_rank = -1;
+    aclrtEvent event = nullptr;
+    std::vector<at::Tensor> keep; /* read or written by the op until it ends */
+    std::function<void()> post;   /* host step after success */
+    const char *name = "";
+
+    /** Marks the work finished (rc 0: run post, success); core mu held. */
+    void finish_locked(int rc);
+    /** Completes the future, if any; no lock held. */
+    void finish_future();
+    bool done() const;
+    int lane() const
+    {
+        return lane_;
+    }
+
+  private:
+    std::shared_ptr<zt_core> core_;
+    int lane_;
+    std::vector<at::Tensor> outputs_;
+    c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+class ProcessGroupZccl : public c10d::ProcessGroup
+{
+  public:
+    ProcessGroupZccl(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
+                     std::chrono::milliseconds timeout);
+    ~ProcessGroupZccl() override;
+
+    const std::string getBackendName() const override
+    {
+        return "zccl";
+    }
+
+    c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
+                                             const c10d::BroadcastOptions &opts) override;
+    c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &tensors,
+                                             const c10d::AllreduceOptions &opts) override;
+    c10::intrusive_ptr<c10d::Work>
+    allreduce_coalesced(std::vector<at::Tensor> &tensors,
+                        const c10d::AllreduceCoalescedOptions &opts) override;
+    c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor> &tensors,
+                                          const c10d::ReduceOptions &opts) override;
+    c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>> &outputs,
+                                             std::vector<at::Tensor> &inputs,
+                                             const c10d::AllgatherOptions &opts) override;
+    c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
+                                                   const c10d::AllgatherOptions &opts) override;
+    c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>> &outputs,
+                                          std::vector<at::Tensor> &inputs,
+                                          const c10d::GatherOptions &opts) override;
+    c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor> &outputs,
+                                           std::vector<std::vector<at::Tensor>> &inputs,
+                                           const c10d::ScatterOptions &opts) override;
+    c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor> &outputs,
+                                                  std::vector<std::vector<at::Tensor>> &inputs,
+                                                  const c10d::ReduceScatterOptions &opts) override;
+    c10::intrusive_ptr<c10d::Work>
+    _reduce_scatter_base(at::Tensor &output, at::Tensor &input,
+                         const c10d::ReduceScatterOptions &opts) override;
+    c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor &output, at::Tensor &input,
+                                                 std::vector<int64_t> &outputSplits,
+                                                 std::vector<int64_t> &inputSplits,
+                                                 const c10d::AllToAllOptions &opts) override;
+    c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor> &outputs,
+                                            std::vector<at::Tensor> &inputs,
+                                            const c10d::AllToAllOptions &opts) override;
+    c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dst,
+                                        int tag) override;
+    c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src,
+                                        int tag) override;
+    c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override;
+
+    /** The communicator handle (for diagnostics through zccl's exported
+     *  counters, e.g. from a benchmark). */
+    uintptr_t comm_handle() const
+    {
+        return (uintptr_t)core_->comm;
+    }
+
+  private:
+    using launch_fn = std::function<int(aclrtStream)>;
+    /** Issues one op on a lane: launch(stream) is the Hccl call. */
+    c10::intrusive_ptr<c10d::Work> issue(c10d::OpType type, const char *name, int lane,
+                                         std::vector<at::Tensor> outputs,
+                                         std::vector<at::Tensor> keep, const launch_fn &launch,
+                                         std::function<void()> post);
+    aclrtStream lane_stream(int lane);
+    void check_root(int64_t root, const char *op) const;
+    void shutdown();
+
+    std::shared_ptr<zt_core> core_;
+};
+
+/** A dense tensor with t's values (t itself when already contiguous). */
+at::Tensor zt_dense_in(const at::Tensor &t);
+/** A dense tensor the op may write; when it is a temporary, *post gets the
+ *  copy back into t appended. */
+at::Tensor zt_dense_out(const at::Tensor &t, std::function<void()> *post);
+/** One flat dense tensor holding the list's values in order (a view of the
+ *  list when it already is one contiguous run of memory). */
+at::Tensor zt_flatten_in(const std::vector<at::Tensor> &ts);
+/** A flat buffer to receive a list; post copies it out into the list. */
+at::Tensor zt_flatten_out(const std::vector<at::Tensor> &ts, std::function<void()> *post);
+/** Appends f to *post (run in order). */
+void zt_then(std::function<void()> *post, std::function<void()> f);
+
+} // namespace zccl_torch

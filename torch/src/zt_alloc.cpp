@@ -1,0 +1,297 @@
+/*
+ * The activated-memory CPU allocator: tensor storage that zccl's peers map,
+ * so collectives on it are zero-copy.
+ *
+ * Layout. One range of address space is reserved (aclrtReserveMemAddress)
+ * when the allocator is enabled. Physical memory (aclrtMallocPhysical, a
+ * memfd whose pages arrive on first touch) is mapped into it in chunks, from
+ * the bottom up, on demand: small blocks are carved from a shared chunk of
+ * chunk_bytes, a block of a quarter chunk or more gets a chunk of its own, so
+ * no block ever straddles two chunks (a zero-copy buffer must lie in one
+ * activated block). Every communicator of the process (each group's) gets the
+ * range set (HcclCommSetMemoryRange) and every chunk activated
+ * (HcclCommActivateCommMemory) as the chunk is made or the group is created.
+ * Freed blocks go back to a free list of their size class (four classes per
+ * power of two, 64 B minimum) and are reused; memory is never unmapped while
+ * the process runs. When the range is full or a chunk cannot be made, the
+ * block comes from torch's default allocator: such a tensor takes zccl's
+ * buffered path and stays correct (counted in the statistics).
+ */
+#include "zt.hpp"
+
+#include <c10/core/CPUAllocator.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace zccl_torch
+{
+
+namespace
+{
+
+constexpr size_t zt_gran = 2u << 20;
+
+struct zt_chunk {
+    char *va;
+    size_t size;
+    aclrtDrvMemHandle handle;
+};
+
+struct zt_alloc_state {
+    std::mutex mu;
+    bool enabled = false;
+    char *base = nullptr;
+    size_t reserve = 0;
+    size_t chunk_bytes = 0;
+    size_t top = 0; /* bytes of the range given to chunks */
+    std::vector<zt_chunk> chunks;
+    char *bump = nullptr;
+    char *bump_end = nullptr;
+    std::unordered_map<size_t, std::vector<void *>> free_lists;
+    std::unordered_map<void *, size_t> live;
+    std::vector<HcclComm> comms;    /* every live communicator */
+    std::vector<HcclComm> attached; /* those with the range set */
+    uint64_t in_use = 0, cached = 0, fallbacks = 0, activate_failures = 0;
+};
+
+/* Never destroyed: tensors may be freed during interpreter teardown. */
+zt_alloc_state &zt_state()
+{
+    static zt_alloc_state *s = new zt_alloc_state();
+    return *s;
+}
+
+size_t zt_round(size_t n, size_t to)
+{
+    return (n + to - 1) / to * to;
+}
+
+size_t zt_class(size_t n)
+{
+    if (n <= 4096) {
+        return zt_round(n, 64);
+    }
+    size_t p = 1;
+    while (p <= n / 2) {
+        p <<= 1;
+    }
+    return zt_round(n, std::max<size_t>(p / 4, 64));
+}
+
+void zt_activate(zt_alloc_state &s, HcclComm comm, const zt_chunk &c)
+{
+    HcclResult r = HcclCommActivateCommMemory(comm, c.va, c.size, 0, c.handle, 0);
+    if (r != HCCL_SUCCESS) {
+        if (s.activate_failures++ == 0) {
+            TORCH_WARN("zccl: HcclCommActivateCommMemory of a ", c.size,
+                       "-byte chunk failed: ", zt_hccl_name(r),
+                       "; tensors in it take the buffered path");
+        }
+    }
+}
+
+/* A new chunk of size bytes at the top of the range; nullptr when full. */
+zt_chunk *zt_chunk_new(zt_alloc_state &s, size_t size)
+{
+    size = zt_round(size, zt_gran);
+    if (size > s.reserve - s.top) {
+        return nullptr;
+    }
+    aclrtPhysicalMemProp prop = {};
+    prop.handleType = ACL_MEM_HANDLE_TYPE_NONE;
+    prop.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
+    prop.memAttr = ACL_HBM_MEM_HUGE;
+    prop.location.type = ACL_MEM_LOCATION_TYPE_HOST;
+    prop.location.id = 0;
+    zt_chunk c = {s.base + s.top, size, nullptr};
+    if (aclrtMallocPhysical(&c.handle, size, &prop, 0) != ACL_SUCCESS) {
+        return nullptr;
+    }
+    if (aclrtMapMem(c.va, size, 0, c.handle, 0) != ACL_SUCCESS) {
+        (void)aclrtFreePhysical(c.handle);
+        return nullptr;
+    }
+    s.top += size;
+    for (HcclComm comm : s.attached) {
+        zt_activate(s, comm, c);
+    }
+    s.chunks.push_back(c);
+    return &s.chunks.back();
+}
+
+void *zt_carve(zt_alloc_state &s, size_t cls)
+{
+    auto it = s.free_lists.find(cls);
+    if (it != s.free_lists.end() && !it->second.empty()) {
+        void *p = it->second.back();
+        it->second.pop_back();
+        s.cached -= cls;
+        return p;
+    }
+    if (cls >= s.chunk_bytes / 4) {
+        zt_chunk *c = zt_chunk_new(s, cls);
+        return c == nullptr ? nullptr : c->va;
+    }
+    if (s.bump == nullptr || (size_t)(s.bump_end - s.bump) < cls) {
+        zt_chunk *c = zt_chunk_new(s, s.chunk_bytes);
+        if (c == nullptr) {
+            return nullptr;
+        }
+        s.bump = c->va;
+        s.bump_end = c->va + c->size;
+    }
+    void *p = s.bump;
+    s.bump += cls;
+    return p;
+}
+
+void zt_free(void *p)
+{
+    if (p == nullptr) {
+        return;
+    }
+    zt_alloc_state &s = zt_state();
+    std::lock_guard<std::mutex> g(s.mu);
+    auto it = s.live.find(p);
+    if (it == s.live.end()) {
+        return;
+    }
+    size_t cls = it->second;
+    s.live.erase(it);
+    s.in_use -= cls;
+    s.cached += cls;
+    s.free_lists[cls].push_back(p);
+}
+
+class zt_allocator final : public c10::Allocator
+{
+  public:
+    c10::DataPtr allocate(size_t n) const override
+    {
+        c10::Device dev(c10::DeviceType::CPU);
+        if (n == 0) {
+            return {nullptr, nullptr, &zt_free, dev};
+        }
+        zt_alloc_state &s = zt_state();
+        size_t cls = zt_class(n);
+        {
+            std::lock_guard<std::mutex> g(s.mu);
+            void *p = zt_carve(s, cls);
+            if (p != nullptr) {
+                s.live[p] = cls;
+                s.in_use += cls;
+                return {p, p, &zt_free, dev};
+            }
+            if (s.fallbacks++ == 0) {
+                TORCH_WARN("zccl: the activated range is full (", s.top, " of ", s.reserve,
+                           " bytes in chunks); further tensors use the default allocator "
+                           "and zccl's buffered path");
+            }
+        }
+        return c10::GetDefaultCPUAllocator()->allocate(n);
+    }
+
+    c10::DeleterFnPtr raw_deleter() const override
+    {
+        return &zt_free;
+    }
+};
+
+zt_allocator zt_alloc_instance;
+
+void zt_attach_locked(zt_alloc_state &s, HcclComm comm)
+{
+    HcclResult r = HcclCommSetMemoryRange(comm, s.base, s.reserve, 0, 0);
+    if (r != HCCL_SUCCESS) {
+        zt_throw_hccl("HcclCommSetMemoryRange", r);
+    }
+    s.attached.push_back(comm);
+    for (const zt_chunk &c : s.chunks) {
+        zt_activate(s, comm, c);
+    }
+}
+
+} // namespace
+
+void zt_alloc_enable(size_t reserve_bytes, size_t chunk_bytes)
+{
+    zt_alloc_state &s = zt_state();
+    std::lock_guard<std::mutex> g(s.mu);
+    if (s.enabled) {
+        return;
+    }
+    TORCH_CHECK(chunk_bytes >= zt_gran && reserve_bytes >= chunk_bytes,
+                "zccl: use_activated_memory: chunk_bytes must be at least 2 MiB and "
+                "reserve_bytes at least chunk_bytes; got ",
+                chunk_bytes, " and ", reserve_bytes);
+    zt_acl_init();
+    s.reserve = zt_round(reserve_bytes, zt_gran);
+    s.chunk_bytes = zt_round(chunk_bytes, zt_gran);
+    void *va = nullptr;
+    aclError e = aclrtReserveMemAddress(&va, s.reserve, 0, nullptr, 0);
+    if (e != ACL_SUCCESS) {
+        zt_throw_acl("aclrtReserveMemAddress(" + std::to_string(s.reserve) + " bytes)", e);
+    }
+    s.base = (char *)va;
+    for (HcclComm comm : s.comms) {
+        zt_attach_locked(s, comm); /* collective on each existing group */
+    }
+    s.enabled = true;
+    c10::SetCPUAllocator(&zt_alloc_instance, /*priority=*/0);
+}
+
+bool zt_alloc_enabled()
+{
+    zt_alloc_state &s = zt_state();
+    std::lock_guard<std::mutex> g(s.mu);
+    return s.enabled;
+}
+
+bool zt_alloc_contains(const void *p, size_t n)
+{
+    zt_alloc_state &s = zt_state();
+    std::lock_guard<std::mutex> g(s.mu);
+    const char *c = (const char *)p;
+    for (const zt_chunk &k : s.chunks) {
+        if (c >= k.va && c < k.va + k.size) {
+            return n <= (size_t)(k.va + k.size - c);
+        }
+    }
+    return false;
+}
+
+void zt_alloc_attach(HcclComm comm)
+{
+    zt_alloc_state &s = zt_state();
+    std::lock_guard<std::mutex> g(s.mu);
+    s.comms.push_back(comm);
+    if (s.enabled) {
+        zt_attach_locked(s, comm);
+    }
+}
+
+void zt_alloc_detach(HcclComm comm)
+{
+    zt_alloc_state &s = zt_state();
+    std::lock_guard<std::mutex> g(s.mu);
+    s.comms.erase(std::remove(s.comms.begin(), s.comms.end(), comm), s.comms.end());
+    auto it = std::find(s.attached.begin(), s.attached.end(), comm);
+    if (it == s.attached.end()) {
+        return;
+    }
+    s.attached.erase(it);
+    for (const zt_chunk &c : s.chunks) {
+        (void)HcclCommDeactivateCommMemory(comm, c.va);
+    }
+    (void)HcclCommUnsetMemoryRange(comm, s.base);
+}
+
+std::vector<uint64_t> zt_alloc_stats()
+{
+    zt_alloc_state &s = zt_state();
+    std::lock_guard<std::mutex> g(s.mu);
+    return {s.reserve, s.top, s.in_use, s.cached, s.chunks.size(), s.fallbacks};
+}
+
+} // namespace zccl_torch

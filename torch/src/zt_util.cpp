@@ -1,0 +1,272 @@
+/*
+ * Names for zccl's codes, argument checks, and the dtype / reduction mapping.
+ *
+ * dtypes: float32, float64, float16, bfloat16, int8, uint8, int16, int32 and
+ * int64 map one to one; bool travels as uint8 (a bool tensor holds 0 or 1),
+ * so SUM/MAX/BOR become MAX (logical or) and PRODUCT/MIN/BAND become MIN
+ * (logical and). Other dtypes are refused with the dtype named.
+ * Reductions: SUM, PRODUCT, MIN, MAX map to zccl's; AVG (defined by 1.13) is
+ * SUM followed by a division by the group size on the host, for floating
+ * dtypes only; BAND/BOR/BXOR on non-bool dtypes and PREMUL_SUM are refused.
+ */
+#include "zt.hpp"
+
+#include <sstream>
+
+namespace zccl_torch
+{
+
+static const char *const zt_hccl_names[] = {
+    "HCCL_SUCCESS",
+    "HCCL_E_PARA",
+    "HCCL_E_PTR",
+    "HCCL_E_MEMORY",
+    "HCCL_E_INTERNAL",
+    "HCCL_E_NOT_SUPPORT",
+    "HCCL_E_NOT_FOUND",
+    "HCCL_E_UNAVAIL",
+    "HCCL_E_SYSCALL",
+    "HCCL_E_TIMEOUT",
+    "HCCL_E_OPEN_FILE_FAILURE",
+    "HCCL_E_TCP_CONNECT",
+    "HCCL_E_ROCE_CONNECT",
+    "HCCL_E_TCP_TRANSFER",
+    "HCCL_E_ROCE_TRANSFER",
+    "HCCL_E_RUNTIME",
+    "HCCL_E_DRV",
+    "HCCL_E_PROFILING",
+    "HCCL_E_CCE",
+    "HCCL_E_NETWORK",
+    "HCCL_E_AGAIN",
+    "HCCL_E_REMOTE",
+    "HCCL_E_SUSPENDING",
+    "HCCL_E_OPRETRY_FAIL",
+    "HCCL_E_OOM",
+};
+
+std::string zt_hccl_name(int code)
+{
+    std::ostringstream s;
+    int n = (int)(sizeof(zt_hccl_names) / sizeof(zt_hccl_names[0]));
+    if (code >= 0 && code < n) {
+        s << zt_hccl_names[code];
+    } else if (code == HCCL_E_IN_STATUS) {
+        s << "HCCL_E_IN_STATUS";
+    } else {
+        s << "HCCL error";
+    }
+    s << " (" << HcclGetErrorString((HcclResult)code) << ")";
+    return s.str();
+}
+
+void zt_throw_hccl(const std::string &what, int code)
+{
+    TORCH_CHECK(false, "zccl: ", what, " failed: ", zt_hccl_name(code), " [code ", code, "]");
+}
+
+void zt_throw_acl(const std::string &what, int code)
+{
+    TORCH_CHECK(false, "zccl: ", what, " failed: aclError ", code);
+}
+
+void zt_acl_init()
+{
+    static std::once_flag once;
+    static aclError rc = ACL_SUCCESS;
+    std::call_once(once, []() { rc = aclInit(nullptr); });
+    if (rc != ACL_SUCCESS && rc != ACL_ERROR_REPEAT_INITIALIZE) {
+        zt_throw_acl("aclInit", rc);
+    }
+}
+
+HcclDataType zt_dtype(const at::Tensor &t)
+{
+    switch (t.scalar_type()) {
+    case at::kFloat:
+        return HCCL_DATA_TYPE_FP32;
+    case at::kDouble:
+        return HCCL_DATA_TYPE_FP64;
+    case at::kHalf:
+        return HCCL_DATA_TYPE_FP16;
+    case at::kBFloat16:
+        return HCCL_DATA_TYPE_BFP16;
+    case at::kChar:
+        return HCCL_DATA_TYPE_INT8;
+    case at::kByte:
+    case at::kBool:
+        return HCCL_DATA_TYPE_UINT8;
+    case at::kShort:
+        return HCCL_DATA_TYPE_INT16;
+    case at::kInt:
+        return HCCL_DATA_TYPE_INT32;
+    case at::kLong:
+        return HCCL_DATA_TYPE_INT64;
+    default:
+        TORCH_CHECK(false, "zccl: dtype ", t.scalar_type(),
+                    " is not supported (float32/64, float16, bfloat16, int8/16/32/64, uint8, "
+                    "bool are)");
+    }
+}
+
+zt_redop zt_reduce_op(const c10d::ReduceOp &rop, at::ScalarType st)
+{
+    c10d::ReduceOp::RedOpType op = rop.op_;
+    if (st == at::kBool) {
+        switch (op) {
+        case c10d::ReduceOp::SUM:
+        case c10d::ReduceOp::MAX:
+        case c10d::ReduceOp::BOR:
+            return {HCCL_REDUCE_MAX, false};
+        case c10d::ReduceOp::PRODUCT:
+        case c10d::ReduceOp::MIN:
+        case c10d::ReduceOp::BAND:
+            return {HCCL_REDUCE_MIN, false};
+        default:
+            TORCH_CHECK(false, "zccl: reduce op ", (int)op,
+                        " is not supported on bool tensors (SUM/MAX/BOR = or, "
+                        "PRODUCT/MIN/BAND = and)");
+        }
+    }
+    switch (op) {
+    case c10d::ReduceOp::SUM:
+        return {HCCL_REDUCE_SUM, false};
+    case c10d::ReduceOp::PRODUCT:
+        return {HCCL_REDUCE_PROD, false};
+    case c10d::ReduceOp::MIN:
+        return {HCCL_REDUCE_MIN, false};
+    case c10d::ReduceOp::MAX:
+        return {HCCL_REDUCE_MAX, false};
+    case c10d::ReduceOp::AVG:
+        TORCH_CHECK(at::isFloatingType(st), "zccl: ReduceOp.AVG needs a floating dtype, got ", st,
+                    " (zccl has no average: it sums, then divides)");
+        return {HCCL_REDUCE_SUM, true};
+    default:
+        TORCH_CHECK(false, "zccl: reduce op ", (int)op,
+                    " is not supported (zccl reduces with SUM, PRODUCT, MIN, MAX; AVG on "
+                    "floating dtypes; bitwise ops only on bool)");
+    }
+}
+
+void zt_check_tensor(const at::Tensor &t, const char *op)
+{
+    TORCH_CHECK(t.defined(), "zccl: ", op, ": undefined tensor");
+    TORCH_CHECK(t.device().is_cpu(), "zccl: ", op, ": tensors must be on the CPU, got ",
+                t.device());
+    TORCH_CHECK(t.layout() == at::kStrided, "zccl: ", op,
+                ": only strided (dense) tensors are supported, got layout ", t.layout());
+    (void)zt_dtype(t);
+}
+
+void zt_check_single(const std::vector<at::Tensor> &ts, const char *op)
+{
+    TORCH_CHECK(ts.size() == 1, "zccl: ", op, ": expects one tensor per process, got ", ts.size());
+    zt_check_tensor(ts[0], op);
+}
+
+void zt_check_same(const std::vector<at::Tensor> &ts, const at::Tensor &ref, bool same_size,
+                   const char *op)
+{
+    for (size_t i = 0; i < ts.size(); i++) {
+        zt_check_tensor(ts[i], op);
+        TORCH_CHECK(ts[i].scalar_type() == ref.scalar_type(), "zccl: ", op, ": tensor ", i,
+                    " has dtype ", ts[i].scalar_type(), ", expected ", ref.scalar_type());
+        TORCH_CHECK(!same_size || ts[i].numel() == ref.numel(), "zccl: ", op, ": tensor ", i,
+                    " has ", ts[i].numel(), " elements, expected ", ref.numel());
+    }
+}
+
+void zt_then(std::function<void()> *post, std::function<void()> f)
+{
+    if (!*post) {
+        *post = std::move(f);
+        return;
+    }
+    std::function<void()> first = std::move(*post);
+    *post = [first, f]() {
+        first();
+        f();
+    };
+}
+
+at::Tensor zt_dense_in(const at::Tensor &t)
+{
+    return t.is_contiguous() ? t : t.contiguous();
+}
+
+at::Tensor zt_dense_out(const at::Tensor &t, std::function<void()> *post)
+{
+    if (t.is_contiguous()) {
+        return t;
+    }
+    /* Never write through a strided view: the op fills a dense temporary
+       with t's values (in-place ops read them), then copies back. */
+    at::Tensor d = t.contiguous();
+    at::Tensor user = t;
+    zt_then(post, [user, d]() mutable { user.copy_(d); });
+    return d;
+}
+
+/* True when the tensors are contiguous and follow each other in memory. */
+static bool zt_adjacent(const std::vector<at::Tensor> &ts)
+{
+    if (ts.empty()) {
+        return false;
+    }
+    const char *next = nullptr;
+    for (const auto &t : ts) {
+        if (!t.is_contiguous() || t.scalar_type() != ts[0].scalar_type()) {
+            return false;
+        }
+        const char *p = (const char *)t.data_ptr();
+        if (next != nullptr && p != next) {
+            return false;
+        }
+        next = p + t.numel() * t.element_size();
+    }
+    return ts[0].storage().nbytes() >= (size_t)(next - (const char *)ts[0].storage().data());
+}
+
+static at::Tensor zt_flat_view(const std::vector<at::Tensor> &ts)
+{
+    int64_t n = 0;
+    for (const auto &t : ts) {
+        n += t.numel();
+    }
+    return at::empty({0}, ts[0].options()).set_(ts[0].storage(), ts[0].storage_offset(), {n}, {1});
+}
+
+at::Tensor zt_flatten_in(const std::vector<at::Tensor> &ts)
+{
+    if (zt_adjacent(ts)) {
+        return zt_flat_view(ts);
+    }
+    std::vector<at::Tensor> flat;
+    flat.reserve(ts.size());
+    for (const auto &t : ts) {
+        flat.push_back(t.reshape({-1}));
+    }
+    return at::cat(flat);
+}
+
+at::Tensor zt_flatten_out(const std::vector<at::Tensor> &ts, std::function<void()> *post)
+{
+    if (zt_adjacent(ts)) {
+        return zt_flat_view(ts);
+    }
+    int64_t n = 0;
+    for (const auto &t : ts) {
+        n += t.numel();
+    }
+    at::Tensor flat = at::empty({n}, ts[0].options().memory_format(at::MemoryFormat::Contiguous));
+    std::vector<at::Tensor> outs = ts;
+    zt_then(post, [flat, outs]() mutable {
+        int64_t off = 0;
+        for (auto &t : outs) {
+            t.copy_(flat.narrow(0, off, t.numel()).view(t.sizes()));
+            off += t.numel();
+        }
+    });
+    return flat;
+}
+
+} // namespace zccl_torch
