@@ -29,7 +29,7 @@
 
 #include "zt_launch.h"
 
-#define FG_LOG "/tmp/zccl-test-fault-gone-%p.log"
+#define FG_LOG "/tmp/zt-fault-gone-%p.log"
 #define FG_LAUNCH_TIMEOUT_S 60
 
 enum { FG_DESTROYED, FG_STOPPED, FG_KILLED };
@@ -55,7 +55,7 @@ static uint64_t fg_now_ns(void)
 
 static void fg_log_path(char *buf, size_t n)
 {
-    snprintf(buf, n, "/tmp/zccl-test-fault-gone-%d.log", (int)getpid());
+    snprintf(buf, n, "/tmp/zt-fault-gone-%d.log", (int)getpid());
 }
 
 /* Lines of my log holding "zccl diag:"; want names the late rank. */
@@ -160,7 +160,7 @@ static void fg_run(int kind, int nranks)
     fg_sh->late = nranks - 1;
     int failed = zt_launch_procs(nranks, fg_rank, NULL, FG_LAUNCH_TIMEOUT_S);
     char path[128];
-    snprintf(path, sizeof(path), "/tmp/zccl-test-fault-gone-%d.log", zt_child_pids[nranks - 1]);
+    snprintf(path, sizeof(path), "/tmp/zt-fault-gone-%d.log", zt_child_pids[nranks - 1]);
     unlink(path); /* the killed rank could not remove its own */
     static const char *const names[] = {"destroyed", "stopped", "killed"};
     printf("%s: ", names[kind]);
