@@ -17,7 +17,7 @@ uint64_t zc_time_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int zc_futex_wait(atomic_uint *addr, unsigned val, uint64_t timeout_ns)
+static int zc_futex_wait_op(atomic_uint *addr, unsigned val, uint64_t timeout_ns, int op)
 {
     struct timespec ts;
     struct timespec *tsp = NULL;
@@ -26,16 +26,31 @@ int zc_futex_wait(atomic_uint *addr, unsigned val, uint64_t timeout_ns)
         ts.tv_nsec = (long)(timeout_ns % 1000000000ull);
         tsp = &ts;
     }
-    long r = syscall(SYS_futex, (unsigned *)addr, FUTEX_WAIT, val, tsp, NULL, 0);
+    long r = syscall(SYS_futex, (unsigned *)addr, op, val, tsp, NULL, 0);
     if (r != 0 && errno == ETIMEDOUT) {
         return -1;
     }
     return 0;
 }
 
+int zc_futex_wait(atomic_uint *addr, unsigned val, uint64_t timeout_ns)
+{
+    return zc_futex_wait_op(addr, val, timeout_ns, FUTEX_WAIT);
+}
+
+int zc_futex_wait_private(atomic_uint *addr, unsigned val, uint64_t timeout_ns)
+{
+    return zc_futex_wait_op(addr, val, timeout_ns, FUTEX_WAIT_PRIVATE);
+}
+
 void zc_futex_wake(atomic_uint *addr, int n)
 {
     (void)syscall(SYS_futex, (unsigned *)addr, FUTEX_WAKE, n, NULL, NULL, 0);
+}
+
+void zc_futex_wake_private(atomic_uint *addr, int n)
+{
+    (void)syscall(SYS_futex, (unsigned *)addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
 static uint64_t zc_fnv1a(uint64_t h, const char *s, size_t n)

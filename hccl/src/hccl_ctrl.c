@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -31,6 +32,7 @@
 
 #define ZH_SLICE_NS 100000000ull
 #define ZH_YIELD_ITERS 256u
+#define ZH_SPIN_MAX_NS 20000ull
 
 /* Ranks of one process share one mapping of each control segment, so their
  * atomics on a flag use one address (TSan and any address-based tool can
@@ -105,13 +107,13 @@ int zh_ctrl_create(zh_comm_t *c)
     size_t sz = ZC_ALIGN_UP(sizeof(zh_ctrl_t), 4096);
     int fd = memfd_create("zccl-ctrl", MFD_CLOEXEC);
     if (fd < 0) {
-        ZC_WARN(ZC_SUB_COMM, "rank %d: memfd_create for the control segment failed: %s",
-                c->rank, strerror(errno));
+        ZC_WARN(ZC_SUB_COMM, "rank %d: memfd_create for the control segment failed: %s", c->rank,
+                strerror(errno));
         return ZC_ERR_SYS;
     }
     if (ftruncate(fd, (off_t)sz) != 0) {
-        ZC_WARN(ZC_SUB_COMM, "rank %d: ftruncate(%zu) of the control segment failed: %s",
-                c->rank, sz, strerror(errno));
+        ZC_WARN(ZC_SUB_COMM, "rank %d: ftruncate(%zu) of the control segment failed: %s", c->rank,
+                sz, strerror(errno));
         close(fd);
         return ZC_ERR_NOMEM;
     }
@@ -178,8 +180,8 @@ int zh_ctrl_attach_peers(zh_comm_t *c, const zh_boot_entry_t *table)
                     c->rank, r, (int)p->pid);
             return st;
         }
-        void *m = got >= sz ? mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-                            : MAP_FAILED;
+        void *m =
+            got >= sz ? mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
         close(fd);
         if (m == MAP_FAILED) {
             ZC_WARN(ZC_SUB_COMM, "rank %d: cannot map the control segment of rank %d (size %zu)",
@@ -216,6 +218,9 @@ void zh_ctrl_destroy(zh_comm_t *c)
             close(p->pidfd);
             p->pidfd = -1;
         }
+    }
+    if (c->ctrl != NULL) {
+        zh_flag_post(&c->ctrl->closed, 1); /* peers waiting for me give up at once */
     }
     if (c->ctrl_token != 0) {
         (void)zccl_broker_withdraw(c->ctrl_token);
@@ -276,16 +281,25 @@ static int zh_peer_error(zh_comm_t *c, int *who)
 }
 
 /* Wait until peer's flag (at flag_offset in its segment) reaches target. */
-static int zh_wait_one(zh_comm_t *c, int peer, size_t flag_offset, uint32_t target,
-                       uint64_t start)
+static int zh_wait_one(zh_comm_t *c, int peer, size_t flag_offset, uint32_t target, uint64_t start)
 {
     zh_peer_t *p = &c->peers[peer];
     zh_flag_t *f = (zh_flag_t *)(void *)((char *)p->ctrl + flag_offset);
+    uint64_t until = 0;
     for (uint32_t i = 0; i < c->spin_iters; i++) {
         if (zh_reached(atomic_load_explicit(&f->value, memory_order_acquire), target)) {
             return ZC_OK;
         }
         zc_cpu_relax();
+        /* Bound the spin in time too: on a busy host the peer may need this
+         * very core, and a pause costs 10 to 150 cycles depending on the CPU. */
+        if (i % 64 == 63) {
+            uint64_t now = zc_time_ns();
+            until = until != 0 ? until : now + ZH_SPIN_MAX_NS;
+            if (now > until) {
+                break;
+            }
+        }
     }
     /* Yield phase: lets a peer that shares this core run (4 ranks on 2
      * cores), and costs one syscall per poll when nobody else is runnable. */
@@ -312,25 +326,54 @@ static int zh_wait_one(zh_comm_t *c, int peer, size_t flag_offset, uint32_t targ
         }
         int st = zh_wait_check(c, peer, start);
         if (st != ZC_OK) {
-            ZC_WARN(ZC_SUB_COMM, "rank %d: gave up waiting for rank %d (flag %u, want %u)",
-                    c->rank, peer, atomic_load_explicit(&f->value, memory_order_relaxed), target);
+            ZC_WARN(ZC_SUB_COMM, "rank %d: gave up waiting for rank %d (flag %u, want %u)", c->rank,
+                    peer, atomic_load_explicit(&f->value, memory_order_relaxed), target);
             return st;
         }
     }
+}
+
+/* The status a waiter fails with when rank who raised its error flag. */
+static int zh_peer_error_status(zh_comm_t *c, int who, int peer)
+{
+    unsigned e = atomic_load_explicit(&c->peers[who].ctrl->error.value, memory_order_relaxed);
+    if (e == HCCL_E_PARA) {
+        return ZC_ERR_INVAL; /* a misuse seen there: the same verdict here */
+    }
+    if (e == HCCL_E_TIMEOUT && peer >= 0 && peer != who &&
+        atomic_load_explicit(&c->peers[peer].ctrl->error.value, memory_order_relaxed) == 0) {
+        return ZC_ERR_TIMEOUT; /* the rank I wait for is late for both of us */
+    }
+    return ZC_ERR_REMOTE;
 }
 
 int zh_wait_check(zh_comm_t *c, int peer, uint64_t start)
 {
     int who = -1;
     if (zh_peer_error(c, &who)) {
+        int st = zh_peer_error_status(c, who, peer);
         ZC_WARN(ZC_SUB_COMM, "rank %d: peer rank %d failed (error %u)", c->rank, who,
                 atomic_load_explicit(&c->peers[who].ctrl->error.value, memory_order_relaxed));
-        return ZC_ERR_REMOTE;
+        return st;
     }
     if (peer >= 0 && zh_peer_dead(&c->peers[peer])) {
         ZC_WARN(ZC_SUB_COMM, "rank %d: peer rank %d (pid %d) died", c->rank, peer,
                 (int)c->peers[peer].pid);
         return ZC_ERR_REMOTE;
+    }
+    if (peer >= 0 &&
+        atomic_load_explicit(&c->peers[peer].ctrl->closed.value, memory_order_acquire) != 0) {
+        ZC_WARN(ZC_SUB_COMM,
+                "rank %d: peer rank %d destroyed its communicator while this rank "
+                "waits for it",
+                c->rank, peer);
+        return ZC_ERR_REMOTE;
+    }
+    if (peer >= 0 && atomic_load_explicit(&c->waiting_seq, memory_order_relaxed) != 0) {
+        int st = zh_mix_check(c, peer, start, 0, 0);
+        if (st != ZC_OK) {
+            return st;
+        }
     }
     if (c->exec_timeout_ns != 0 && zc_time_ns() - start > c->exec_timeout_ns) {
         ZC_WARN(ZC_SUB_COMM, "rank %d: waited %llu s for rank %d: exec timeout", c->rank,
@@ -338,6 +381,134 @@ int zh_wait_check(zh_comm_t *c, int peer, uint64_t start)
         return ZC_ERR_TIMEOUT;
     }
     return ZC_OK;
+}
+
+/* How long a wait lasts before a send/recv-against-collective picture is
+ * taken for a deadlock: issue calls of a rank follow each other within
+ * microseconds, so a picture that still holds then is not a race. */
+#define ZH_MIX_GRACE_NS 500000000ull
+
+static int zh_after(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) > 0;
+}
+
+int zh_mix_check(zh_comm_t *c, int peer, uint64_t start, int send, uint32_t p2p_seq)
+{
+    if (peer < 0 || zc_time_ns() - start < ZH_MIX_GRACE_NS) {
+        return ZC_OK;
+    }
+    zh_ctrl_t *pc = c->peers[peer].ctrl;
+    zh_p2p_t *theirs = &pc->p2p[c->rank];
+    zh_p2p_t *mine = &c->ctrl->p2p[peer];
+    uint32_t p_coll = atomic_load_explicit(&pc->issued.value, memory_order_acquire);
+    uint32_t m_coll = atomic_load_explicit(&c->ctrl->issued.value, memory_order_acquire);
+    if (p2p_seq == 0) {
+        /* My collective k waits for peer: it has not issued k, but it issued
+         * a send or receive with me that I have not (and never will before
+         * k, which it must finish first): a mismatch. */
+        uint32_t k = atomic_load_explicit(&c->waiting_seq, memory_order_relaxed);
+        uint32_t ps = atomic_load_explicit(&theirs->issued_send, memory_order_acquire);
+        uint32_t pr = atomic_load_explicit(&theirs->issued_recv, memory_order_acquire);
+        uint32_t ms = atomic_load_explicit(&mine->issued_send, memory_order_acquire);
+        uint32_t mr = atomic_load_explicit(&mine->issued_recv, memory_order_acquire);
+        if (k == 0 || !zh_after(k, p_coll) || (!zh_after(ps, mr) && !zh_after(pr, ms))) {
+            return ZC_OK;
+        }
+        ZC_WARN(ZC_SUB_COLL,
+                "rank %d: op %u (a collective) waits for rank %d, which issued a %s "
+                "with this rank instead (ops must match in issue order); failing",
+                c->rank, k, peer, zh_after(ps, mr) ? "Send" : "Recv");
+    } else {
+        /* My message p2p_seq with peer waits: the peer has not issued its
+         * side, and it issued a collective that I have not. */
+        uint32_t their = atomic_load_explicit(send ? &theirs->issued_recv : &theirs->issued_send,
+                                              memory_order_acquire);
+        if (!zh_after(p2p_seq, their) || !zh_after(p_coll, m_coll)) {
+            return ZC_OK;
+        }
+        ZC_WARN(ZC_SUB_COLL,
+                "rank %d: %s #%u with rank %d waits, but rank %d issued collective "
+                "op %u instead (ops must match in issue order); failing",
+                c->rank, send ? "Send" : "Recv", p2p_seq, peer, peer, p_coll);
+    }
+    zh_comm_fail(c, HCCL_E_PARA);
+    return ZC_ERR_INVAL;
+}
+
+/* The latest op rank q posted (its post slots hold the last two). */
+static uint32_t zh_diag_posted(zh_comm_t *c, int q, const zh_post_t **last)
+{
+    const zh_post_t *p = c->peers[q].ctrl->post;
+    uint32_t a = atomic_load_explicit(&p[0].value, memory_order_acquire);
+    uint32_t b = atomic_load_explicit(&p[1].value, memory_order_acquire);
+    uint32_t v = (int32_t)(a - b) >= 0 ? a : b;
+    *last = &p[v & 1u];
+    return v;
+}
+
+/* Append "lo" or "lo-hi" ranges of the set to buf. */
+static void zh_diag_ranks(const int *set, int n, char *buf, size_t cap)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < n && o + 16 < cap; r++) {
+        if (!set[r] || (r > 0 && set[r - 1])) {
+            continue;
+        }
+        int hi = r;
+        while (hi + 1 < n && set[hi + 1]) {
+            hi++;
+        }
+        const char *sep = o > 0 ? "," : "";
+        o += (size_t)(hi > r ? snprintf(buf + o, cap - o, "%s%d-%d", sep, r, hi)
+                             : snprintf(buf + o, cap - o, "%s%d", sep, r));
+    }
+}
+
+void zh_diag_report(zh_comm_t *c, uint32_t seq, const char *why)
+{
+    int reached[ZH_MAX_RANKS];
+    uint32_t v[ZH_MAX_RANKS];
+    const zh_post_t *last[ZH_MAX_RANKS];
+    int late = 0;
+    for (int q = 0; q < c->nranks; q++) {
+        v[q] = zh_diag_posted(c, q, &last[q]);
+        reached[q] = (int32_t)(v[q] - seq) >= 0;
+        late += !reached[q];
+    }
+    char who[256];
+    zh_diag_ranks(reached, c->nranks, who, sizeof(who));
+    for (int q = 0; q < c->nranks; q++) {
+        if (reached[q]) {
+            continue;
+        }
+        if (v[q] == 0) {
+            ZC_WARN(ZC_SUB_COMM,
+                    "zccl diag: rank %d: op %u %s: rank %d has not reached op %u "
+                    "(it posted no op yet); reached by rank(s) %s",
+                    c->rank, seq, why, q, seq, who);
+            continue;
+        }
+        ZC_WARN(ZC_SUB_COMM,
+                "zccl diag: rank %d: op %u %s: rank %d has not reached op %u (last "
+                "posted op %u: %s count %llu dtype %d); reached by rank(s) %s",
+                c->rank, seq, why, q, seq, v[q], zh_op_name(last[q]->kind),
+                (unsigned long long)last[q]->count, (int)last[q]->dtype, who);
+    }
+    if (late == 0) {
+        /* Everyone posted: the op is stuck after its entry (exit barrier). */
+        uint32_t mine = atomic_load_explicit(&c->ctrl->bar.value, memory_order_relaxed);
+        for (int q = 0; q < c->nranks; q++) {
+            uint32_t b = atomic_load_explicit(&c->peers[q].ctrl->bar.value, memory_order_relaxed);
+            if ((int32_t)(b - mine) < 0) {
+                ZC_WARN(ZC_SUB_COMM,
+                        "zccl diag: rank %d: op %u %s: rank %d posted op %u but "
+                        "has not reached its barrier %u (it is at %u)",
+                        c->rank, seq, why, q, seq, mine, b);
+            }
+        }
+    }
 }
 
 int zh_wait_peers(zh_comm_t *c, size_t flag_offset, uint32_t target)

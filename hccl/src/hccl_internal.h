@@ -15,8 +15,19 @@
  *  - ctrl: a second counter for control-plane collectives (SetMemoryRange,
  *    CCL buffer creation) run on the caller's thread, so they never mix
  *    with barriers of ops running on stream workers.
- *  - error: set by a rank whose op failed locally; a peer waiting on it
- *    fails with ZC_ERR_REMOTE instead of waiting out the timeout.
+ *  - error: set by a rank whose op failed (the HcclResult); a peer waiting
+ *    fails at once instead of waiting out the timeout: with HCCL_E_PARA if
+ *    the flag says so (a misuse), with HCCL_E_TIMEOUT if the flag says so and
+ *    the rank it waits for is itself not failed (it is late for both), else
+ *    with HCCL_E_REMOTE.
+ *  - closed: set when the owner destroys its communicator; a peer waiting
+ *    for that rank fails at once with HCCL_E_REMOTE (it will never come).
+ *  - issued, p2p[q].issued_send / issued_recv: how many collectives, and
+ *    sends to / receives from q, the owner's caller issued; peers read them
+ *    only to tell a send/recv against a collective from a slow peer.
+ *  - post[seq & 1]: op seq's post line. Ops of a comm are numbered at issue
+ *    (caller thread) and run one at a time in that order (hccl_op.c), so
+ *    the two slots never hold ops that overlap.
  *  - ranges/regions: the owner's SetMemoryRange ranges and activated blocks,
  *    each with a generation; peers map a block into their shadow window of
  *    that range and re-map when the generation changes, so memory that was
@@ -37,7 +48,7 @@
 #include "zc/export.h"
 #include "zc/status.h"
 
-#define ZH_CTRL_VERSION 1u
+#define ZH_CTRL_VERSION 2u
 #define ZH_MAX_RANKS 64
 #define ZH_MAX_RANGES 8
 #define ZH_MAX_REGIONS 256 /* per process: 512 MiB of 2 MiB segments */
@@ -147,6 +158,9 @@ typedef struct {
     /* receiver's verdict (HcclResult) of message seq, at [seq & 3]: rdesc may
      * already describe the next message when the sender looks */
     _Alignas(ZC_CACHELINE) int32_t verdict[4];
+    /* sends to / receives from that peer my caller issued so far */
+    atomic_uint issued_send;
+    atomic_uint issued_recv;
 } zh_p2p_t;
 
 typedef struct {
@@ -158,6 +172,8 @@ typedef struct {
     zh_flag_t ctrl;
     zh_flag_t error;   /* non-zero: a HcclResult this rank failed with */
     zh_flag_t table;   /* seqlock over ranges/regions (odd = being written) */
+    zh_flag_t closed;  /* 1 once the owner destroyed its communicator */
+    zh_flag_t issued;  /* collectives my caller issued so far */
     zh_post_t post[2];  /* by seq & 1 */
     _Alignas(ZC_CACHELINE) uint8_t idata[2][ZH_INLINE_MAX]; /* inline data, by seq & 1 */
     uint64_t ccl_token; /* CCL buffer offer, 0 until created */
@@ -190,8 +206,10 @@ typedef struct {
     void *ccl;            /* the peer's CCL buffer, mapped here (lazily) */
     void *p2p_buf;        /* the peer's send staging buffer, mapped here (lazily) */
     size_t p2p_buf_bytes;
-    uint32_t send_seq;    /* messages I sent to this peer */
-    uint32_t recv_seq;    /* messages I received from this peer */
+    uint32_t send_seq;    /* sends to this peer issued (caller thread) */
+    uint32_t recv_seq;    /* receives from this peer issued (caller thread) */
+    atomic_uint send_fin; /* sends to this peer finished here, in issue order */
+    atomic_uint recv_fin; /* receives from this peer finished here */
     uint32_t send_chunks; /* chunks I staged for this peer */
     uint32_t recv_chunks; /* chunks I consumed from this peer */
     /* shadow windows: one reservation per peer range, by range index */
@@ -226,9 +244,23 @@ typedef struct zh_comm {
     zh_ctrl_t *ctrl; /* mine */
     zh_peer_t peers[ZH_MAX_RANKS];
 
-    /* op state, touched only by the stream worker running the op */
-    uint32_t seq;
+    /* Issue side (the caller's thread): collectives are numbered here, in
+     * issue order, whatever stream carries them. `issuing` is held for the
+     * length of an issue call: a second thread that overlaps it is refused
+     * (zh_issue_enter); `issuer` is the thread that issued last. */
+    atomic_uint issue_seq;
+    atomic_int issuing;
+    uintptr_t issuer;
+    uint32_t inline_skip;    /* caller-thread attempts to skip (peers were late) */
+    uint32_t inline_backoff; /* the skip after the next miss */
+
+    /* Exec side: collectives finished here (op seq may start once it is
+     * seq - 1); a futex word, its waiters counted for the wake. bar_count is
+     * touched only by the op that is running, so ops never overlap on it. */
+    _Alignas(64) atomic_uint exec_done;
+    atomic_uint exec_sleepers;
     uint32_t bar_count;
+    atomic_uint waiting_seq; /* the op whose posts the running op waits for (0: none) */
 
     /* control plane (caller thread), serialised */
     pthread_mutex_t lock;
@@ -351,6 +383,17 @@ typedef struct {
 
 HcclResult zh_op_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream);
 
+/* hccl_op.c: the issue window. Enter before numbering ops on c (refuses a
+ * second thread with HCCL_E_PARA, logged, and breaks the comm); leave after. */
+HcclResult zh_issue_enter(zh_comm_t *c, const char *fn);
+void zh_issue_leave(zh_comm_t *c);
+/* Refuse a buffer extent that is not mapped memory (HCCL_E_PARA, logged). */
+HcclResult zh_check_extent(zh_comm_t *c, const char *fn, const char *what, const void *p,
+                           uint64_t bytes);
+/* hccl_ctrl.c: one "zccl diag:" line per rank that has not reached op seq. */
+void zh_diag_report(zh_comm_t *c, uint32_t seq, const char *why);
+const char *zh_op_name(int kind);
+
 /* hccl_p2p.c: Send/Recv/BatchSendRecv and groups */
 HcclResult zh_p2p_submit(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
                          aclrtStream stream);
@@ -358,6 +401,10 @@ void zh_p2p_release(zh_comm_t *c);
 
 /* hccl_ctrl.c: liveness/abort checks shared by the waits */
 int zh_wait_check(zh_comm_t *c, int peer, uint64_t start);
+/* After a grace period of waiting: is the wait for peer a certain deadlock
+ * between a point-to-point op and a collective? (logs, breaks the comm with
+ * HCCL_E_PARA and returns ZC_ERR_INVAL if so) */
+int zh_mix_check(zh_comm_t *c, int peer, uint64_t start, int send, uint32_t p2p_seq);
 
 /* hccl_comm.c: registry of live communicators (handles are validated) */
 zh_comm_t *zh_comm_lookup(HcclComm comm);

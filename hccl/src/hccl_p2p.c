@@ -80,8 +80,8 @@ static int zh_p2p_local(zh_comm_t *c)
     total = part * (size_t)c->nranks;
     int fd = memfd_create("zccl-p2p", MFD_CLOEXEC);
     if (fd < 0 || ftruncate(fd, (off_t)total) != 0) {
-        ZC_WARN(ZC_SUB_COLL, "rank %d: cannot create a %zu-byte send staging buffer: %s",
-                c->rank, total, strerror(errno));
+        ZC_WARN(ZC_SUB_COLL, "rank %d: cannot create a %zu-byte send staging buffer: %s", c->rank,
+                total, strerror(errno));
         if (fd >= 0) {
             close(fd);
         }
@@ -156,6 +156,15 @@ void zh_p2p_release(zh_comm_t *c)
     }
 }
 
+/* What I publish about item x: the sender's and the receiver's side look alike. */
+static zh_p2p_desc_t zh_item_desc(zh_comm_t *c, const zh_item_t *x)
+{
+    uint64_t va = (uint64_t)(uintptr_t)x->it.buf;
+    return (zh_p2p_desc_t){x->seq,  x->it.dataType, (uint32_t)zh_mem_local_covers(c, va, x->bytes),
+                           0,       x->it.count,    va,
+                           x->bytes};
+}
+
 /* Advance one send; returns 1 when it moved, 0 when blocked, <0 on error. */
 static int zh_send_step(zh_comm_t *c, zh_item_t *x)
 {
@@ -164,11 +173,10 @@ static int zh_send_step(zh_comm_t *c, zh_item_t *x)
     zh_p2p_t *theirs = &c->peers[q].ctrl->p2p[c->rank];
     switch (x->state) {
     case ZH_IT_START:
-        x->seq = ++c->peers[q].send_seq;
-        mine->sdesc = (zh_p2p_desc_t){x->seq, x->it.dataType,
-                                      (uint32_t)zh_mem_local_covers(c, (uint64_t)(uintptr_t)x->it.buf,
-                                                                    x->bytes),
-                                      0, x->it.count, (uint64_t)(uintptr_t)x->it.buf, x->bytes};
+        if (atomic_load_explicit(&c->peers[q].send_fin, memory_order_acquire) != x->seq - 1u) {
+            return 0; /* an earlier send to q (maybe on another stream) comes first */
+        }
+        mine->sdesc = zh_item_desc(c, x);
         zh_flag_post(&mine->post, x->seq);
         x->state = ZH_IT_MATCH;
         return 1;
@@ -184,9 +192,10 @@ static int zh_send_step(zh_comm_t *c, zh_item_t *x)
             return 1;
         }
         if (r.count != x->it.count || r.dtype != (int32_t)x->it.dataType) {
-            ZC_WARN(ZC_SUB_COLL, "rank %d: send #%u to rank %d of %llu x type %d, but it "
-                    "receives %llu x type %d", c->rank, x->seq, q,
-                    (unsigned long long)x->it.count, x->it.dataType,
+            ZC_WARN(ZC_SUB_COLL,
+                    "rank %d: send #%u to rank %d of %llu x type %d, but it "
+                    "receives %llu x type %d",
+                    c->rank, x->seq, q, (unsigned long long)x->it.count, x->it.dataType,
                     (unsigned long long)r.count, r.dtype);
             x->status = ZC_ERR_INVAL;
             x->state = ZH_IT_FINISH;
@@ -241,11 +250,10 @@ static int zh_recv_step(zh_comm_t *c, zh_item_t *x)
     zh_peer_t *p = &c->peers[q];
     switch (x->state) {
     case ZH_IT_START:
-        x->seq = ++p->recv_seq;
-        mine->rdesc[x->seq & 1u] = (zh_p2p_desc_t){x->seq, x->it.dataType,
-                                      (uint32_t)zh_mem_local_covers(c, (uint64_t)(uintptr_t)x->it.buf,
-                                                                    x->bytes),
-                                      0, x->it.count, (uint64_t)(uintptr_t)x->it.buf, x->bytes};
+        if (atomic_load_explicit(&p->recv_fin, memory_order_acquire) != x->seq - 1u) {
+            return 0; /* an earlier receive from q comes first */
+        }
+        mine->rdesc[x->seq & 1u] = zh_item_desc(c, x);
         zh_flag_post(&mine->ready, x->seq);
         x->state = ZH_IT_MATCH;
         return 1;
@@ -255,9 +263,11 @@ static int zh_recv_step(zh_comm_t *c, zh_item_t *x)
         }
         zh_p2p_desc_t s = theirs->sdesc;
         if (s.count != x->it.count || s.dtype != (int32_t)x->it.dataType) {
-            ZC_WARN(ZC_SUB_COLL, "rank %d: receive #%u from rank %d of %llu x type %d, but it "
-                    "sends %llu x type %d", c->rank, x->seq, q, (unsigned long long)x->it.count,
-                    x->it.dataType, (unsigned long long)s.count, s.dtype);
+            ZC_WARN(ZC_SUB_COLL,
+                    "rank %d: receive #%u from rank %d of %llu x type %d, but it "
+                    "sends %llu x type %d",
+                    c->rank, x->seq, q, (unsigned long long)x->it.count, x->it.dataType,
+                    (unsigned long long)s.count, s.dtype);
             mine->verdict[x->seq & 3u] = HCCL_E_PARA;
             x->status = ZC_ERR_INVAL;
             zh_flag_post(&mine->done, x->seq);
@@ -309,18 +319,23 @@ static int zh_recv_step(zh_comm_t *c, zh_item_t *x)
     return 0;
 }
 
-/* An item may start only after earlier items of its pair and direction. */
-static int zh_item_blocked(const zh_batch_t *b, uint32_t i)
+/* Item x reached ZH_IT_DONE: the next message of its pair and direction may start. */
+static void zh_item_retire(zh_comm_t *c, const zh_item_t *x)
 {
-    const zh_item_t *x = &b->items[i];
-    for (uint32_t j = 0; j < i; j++) {
-        const zh_item_t *y = &b->items[j];
-        if (y->state != ZH_IT_DONE && y->it.remoteRank == x->it.remoteRank &&
-            y->it.sendRecvType == x->it.sendRecvType) {
-            return 1;
-        }
+    zh_peer_t *p = &c->peers[x->it.remoteRank];
+    atomic_store_explicit(x->it.sendRecvType == HCCL_SEND ? &p->send_fin : &p->recv_fin, x->seq,
+                          memory_order_release);
+}
+
+/* Nothing moved for a while: the peer waited on is dead, late or mismatched? */
+static int zh_p2p_stalled(zh_comm_t *c, const zh_item_t *w, uint64_t start)
+{
+    int q = w != NULL ? (int)w->it.remoteRank : -1;
+    int st = zh_wait_check(c, q, start);
+    if (st == ZC_OK && w != NULL && w->state != ZH_IT_START) {
+        st = zh_mix_check(c, q, start, w->it.sendRecvType == HCCL_SEND, w->seq);
     }
-    return 0;
+    return st;
 }
 
 static int zh_p2p_run(zh_comm_t *c, zh_batch_t *b)
@@ -331,26 +346,24 @@ static int zh_p2p_run(zh_comm_t *c, zh_batch_t *b)
     for (;;) {
         int moved = 0;
         uint32_t left = 0;
-        int waiting_on = -1;
+        const zh_item_t *waiting = NULL;
         for (uint32_t i = 0; i < b->n; i++) {
             zh_item_t *x = &b->items[i];
             if (x->state == ZH_IT_DONE) {
                 continue;
             }
             left++;
-            if (x->state == ZH_IT_START && zh_item_blocked(b, i)) {
-                continue;
-            }
             int r = x->it.sendRecvType == HCCL_SEND ? zh_send_step(c, x) : zh_recv_step(c, x);
             if (r < 0) {
                 return r; /* local failure: the caller raises the error flag */
             }
             if (r > 0) {
                 moved = 1;
-            } else {
-                waiting_on = (int)x->it.remoteRank;
+            } else if (waiting == NULL || waiting->state == ZH_IT_START) {
+                waiting = x;
             }
             if (x->state == ZH_IT_DONE) {
+                zh_item_retire(c, x);
                 if (x->status != ZC_OK && result == ZC_OK) {
                     result = x->status;
                 } else if (x->status == ZC_OK) {
@@ -373,7 +386,7 @@ static int zh_p2p_run(zh_comm_t *c, zh_batch_t *b)
         } else if (idle < c->spin_iters + 256) {
             sched_yield();
         } else {
-            int st = zh_wait_check(c, waiting_on, start);
+            int st = zh_p2p_stalled(c, waiting, start);
             if (st != ZC_OK) {
                 return st;
             }
@@ -383,12 +396,22 @@ static int zh_p2p_run(zh_comm_t *c, zh_batch_t *b)
     }
 }
 
+/* A batch's task, in its stream slot: one item fits there, more are allocated. */
+typedef struct {
+    zh_batch_t *b;
+    int ran;
+    _Alignas(16) unsigned char room[ZCCL_TASK_PAYLOAD - 32];
+} zh_p2p_task_t;
+_Static_assert(sizeof(zh_p2p_task_t) <= ZCCL_TASK_PAYLOAD, "a p2p task fits a stream slot");
+
 static int zh_p2p_task(void *arg)
 {
-    zh_batch_t *b = arg;
+    zh_p2p_task_t *t = arg;
+    zh_batch_t *b = t->b;
     zh_comm_t *c = b->comm;
     int prev = zc_log_get_rank();
     zc_log_set_rank(c->rank);
+    t->ran = 1;
     int err = atomic_load_explicit(&c->async_error, memory_order_acquire);
     HcclResult r;
     if (err != HCCL_SUCCESS) {
@@ -398,7 +421,10 @@ static int zh_p2p_task(void *arg)
         zh_prof_begin(c, &snap);
         int st = zh_p2p_run(c, b);
         r = zh_result(st);
-        if (st != ZC_OK && st != ZC_ERR_INVAL) {
+        err = atomic_load_explicit(&c->async_error, memory_order_acquire);
+        if (err != HCCL_SUCCESS) {
+            r = (HcclResult)err; /* broken meanwhile: that is why (see zh_op_result) */
+        } else if (st != ZC_OK && st != ZC_ERR_INVAL) {
             zh_comm_fail(c, r); /* pair state is unknown now: the comm is broken */
         }
         if (snap.t0 != 0) {
@@ -411,13 +437,22 @@ static int zh_p2p_task(void *arg)
 
 static void zh_p2p_free(void *arg)
 {
-    zh_batch_t *b = arg;
-    atomic_fetch_sub_explicit(&b->comm->inflight, 1, memory_order_release);
-    free(b);
+    zh_p2p_task_t *t = arg;
+    zh_comm_t *c = t->b->comm;
+    if (!t->ran) {
+        ZC_WARN(ZC_SUB_COLL,
+                "rank %d: a send/recv batch was dropped by its stream; the "
+                "communicator is now unusable",
+                c->rank);
+        zh_comm_fail(c, HCCL_E_INTERNAL);
+    }
+    if ((void *)t->b != (void *)t->room) {
+        free(t->b);
+    }
+    atomic_fetch_sub_explicit(&c->inflight, 1, memory_order_release);
 }
 
-HcclResult zh_p2p_submit(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
-                         aclrtStream stream)
+static HcclResult zh_p2p_check(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
         const HcclSendRecvItem *it = &items[i];
@@ -446,29 +481,68 @@ HcclResult zh_p2p_submit(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n
                     (unsigned long long)it->count);
             return HCCL_E_PTR;
         }
+        ZH_CHECK_RESULT(zh_check_extent(c, "HcclSend/HcclRecv", "buf", it->buf, it->count * sz));
     }
-    if (zccl_stream_capturing(stream)) {
-        return zh_capture_p2p(c, items, n, stream); /* recorded for aclmdlRI replays, not run */
+    return HCCL_SUCCESS;
+}
+
+/* Number the items in issue order (per pair and direction) and publish the
+ * counts, which peers read to see a send/recv against a collective. */
+static void zh_p2p_number(zh_comm_t *c, zh_batch_t *b)
+{
+    for (uint32_t i = 0; i < b->n; i++) {
+        zh_item_t *x = &b->items[i];
+        int q = (int)x->it.remoteRank;
+        zh_peer_t *p = &c->peers[q];
+        int send = x->it.sendRecvType == HCCL_SEND;
+        x->seq = send ? ++p->send_seq : ++p->recv_seq;
+        atomic_store_explicit(send ? &c->ctrl->p2p[q].issued_send : &c->ctrl->p2p[q].issued_recv,
+                              x->seq, memory_order_release);
     }
-    zh_batch_t *b = calloc(1, sizeof(*b) + sizeof(zh_item_t) * n);
-    if (b == NULL) {
-        ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory for %u send/recv items", c->rank, n);
-        return HCCL_E_MEMORY;
-    }
-    b->comm = c;
-    b->n = n;
-    zh_prof_issue(&b->prof, stream);
-    for (uint32_t i = 0; i < n; i++) {
-        b->items[i].it = items[i];
-        b->items[i].bytes = items[i].count * coll_dtype_size(items[i].dataType);
-    }
-    atomic_fetch_add_explicit(&c->inflight, 1, memory_order_relaxed);
-    aclError e = zccl_stream_enqueue(stream, zh_p2p_task, b, zh_p2p_free);
+}
+
+static HcclResult zh_p2p_issue(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
+                               aclrtStream stream)
+{
+    size_t need = sizeof(zh_batch_t) + sizeof(zh_item_t) * n;
+    zccl_task_t rt;
+    aclError e = zccl_task_reserve(stream, 0, &rt);
     if (e != ACL_SUCCESS) {
         ZC_WARN(ZC_SUB_COLL, "rank %d: cannot enqueue send/recv on stream %p (aclError %d)",
                 c->rank, stream, (int)e);
-        zh_p2p_free(b);
-        return HCCL_E_RUNTIME;
+        return e == ACL_ERROR_RT_INVALID_HANDLE ? HCCL_E_PARA : HCCL_E_RUNTIME;
     }
+    zh_p2p_task_t *t = rt.payload;
+    t->ran = 0;
+    t->b = need <= sizeof(t->room) ? (zh_batch_t *)(void *)t->room : calloc(1, need);
+    if (t->b == NULL) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory for %u send/recv items", c->rank, n);
+        zccl_task_commit(&rt, NULL, NULL); /* an empty slot */
+        return HCCL_E_MEMORY;
+    }
+    memset(t->b, 0, need);
+    t->b->comm = c;
+    t->b->n = n;
+    zh_prof_issue(&t->b->prof, stream);
+    for (uint32_t i = 0; i < n; i++) {
+        t->b->items[i].it = items[i];
+        t->b->items[i].bytes = items[i].count * coll_dtype_size(items[i].dataType);
+    }
+    zh_p2p_number(c, t->b);
+    atomic_fetch_add_explicit(&c->inflight, 1, memory_order_relaxed);
+    zccl_task_commit(&rt, zh_p2p_task, zh_p2p_free);
     return HCCL_SUCCESS;
+}
+
+HcclResult zh_p2p_submit(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
+                         aclrtStream stream)
+{
+    ZH_CHECK_RESULT(zh_p2p_check(c, items, n));
+    if (zccl_stream_capturing(stream)) {
+        return zh_capture_p2p(c, items, n, stream); /* recorded for aclmdlRI replays, not run */
+    }
+    ZH_CHECK_RESULT(zh_issue_enter(c, "HcclSend/HcclRecv"));
+    HcclResult r = zh_p2p_issue(c, items, n, stream);
+    zh_issue_leave(c);
+    return r;
 }

@@ -55,7 +55,10 @@ static void zh_prof_fill(zh_comm_t *c, const zh_prof_mark_t *m, const zh_prof_sn
     rec->t_end = zc_time_ns();
     rec->t_enq = m->t_enq != 0 && m->t_enq <= s->t0 ? m->t_enq : s->t0;
     rec->stream = (uint64_t)(uintptr_t)m->stream;
-    rec->seq = c->seq;
+    /* Collectives run one at a time in issue order and are recorded before
+     * they retire: the running one is exec_done + 1 (for a send/recv, the
+     * collective that comes next). */
+    rec->seq = atomic_load_explicit(&c->exec_done, memory_order_relaxed) + 1u;
     rec->rank = c->rank;
     rec->nranks = c->nranks;
     rec->device = c->device;

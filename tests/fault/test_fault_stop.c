@@ -10,11 +10,10 @@
  *  - before a Send/Recv ring;
  *  - before HcclCommInitRootInfo, HCCL_CONNECT_TIMEOUT=3: init gives up.
  * The first survivor to time out raises its error flag; the other may see
- * that flag before its own clock runs out and fail with HCCL_E_REMOTE a few
- * ms later, so each case wants HCCL_E_TIMEOUT from at least one survivor and
- * TIMEOUT or REMOTE from the other, within [timeout, timeout + 2 s] of the
- * call (a REMOTE may come up to 1 s early: the peer's op may have started
- * earlier). Then, as for a dead peer: HcclGetCommAsyncError reports
+ * that flag before its own clock runs out, and as the rank it waits for is
+ * the same stuck one, it fails with HCCL_E_TIMEOUT too: every case wants
+ * HCCL_E_TIMEOUT from both survivors within [timeout - 1 s, timeout + 2 s]
+ * of the call (the other survivor's op may have started earlier). Then, as for a dead peer: HcclGetCommAsyncError reports
  * the failure, a later op fails at once, HcclCommDestroy returns.
  *
  * When both survivors are done, one of them sends SIGCONT: the stuck rank
@@ -170,14 +169,15 @@ static int fs_survivor_check(fs_shared_t *sh, int rank, int code, int64_t took)
 {
     sh->code[rank] = code;
     sh->took_ms[rank] = took;
-    /* Its own clock ran out, or it saw a peer's timeout (that peer may have
-     * started its op a little earlier). */
-    int lo = sh->timeout_ms - (code == HCCL_E_TIMEOUT ? 50 : 1000);
+    /* Its own clock ran out, or it saw the other survivor's timeout (that
+     * one may have started its op a little earlier): HCCL_E_TIMEOUT either
+     * way, since both wait for the same stuck rank. */
+    int lo = sh->timeout_ms - 1000;
     int hi = sh->timeout_ms + FS_SLACK_MS;
-    if ((code != HCCL_E_TIMEOUT && code != HCCL_E_REMOTE) || took < lo || took > hi) {
+    if (code != HCCL_E_TIMEOUT || took < lo || took > hi) {
         fprintf(stderr,
-                "[rank %d] %s: returned %d after %lld ms (want HCCL_E_TIMEOUT, or "
-                "HCCL_E_REMOTE after a peer's timeout, within [%d, %d] ms)\n",
+                "[rank %d] %s: returned %d after %lld ms (want HCCL_E_TIMEOUT within "
+                "[%d, %d] ms)\n",
                 rank, fs_case_names[sh->kind], code, (long long)took, lo, hi);
         return 1;
     }

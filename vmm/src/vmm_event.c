@@ -20,6 +20,9 @@
  * waits for the next record to run, while a reusable event
  * (aclrtCreateEventExWithFlag, CUDA-like) does not wait at all.
  *
+ * aclrtSynchronizeEvent spins 10 us (then yields a few times) on done_gen,
+ * an atomic, before it sleeps on the condition.
+ *
  * Handles are validated against the registry of live events; tasks hold a
  * reference so an event destroyed while recorded or waited on stays valid
  * memory (a pending wait then fails with ACL_ERROR_RT_INVALID_HANDLE).
@@ -33,8 +36,12 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
+
+#define VMM_EV_SPIN_NS 10000u /* how long aclrtSynchronizeEvent spins before it sleeps */
 
 typedef struct vmm_event {
     uint32_t flags;
@@ -43,7 +50,7 @@ typedef struct vmm_event {
     int dead;
     int ts_valid;
     uint64_t rec_enq;
-    uint64_t done_gen;
+    _Atomic uint64_t done_gen; /* written under vmm_ev_mu; read without it by a spinning sync */
     uint64_t reset_gen;
     uint64_t ts_ns;
 } vmm_event_t;
@@ -381,6 +388,25 @@ ZC_EXPORT aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
 
 /* ---- host side ------------------------------------------------------------------------- */
 
+/* Before sleeping on the condition: spin (then yield) a short while for the
+ * record, which often runs within microseconds. */
+static void vmm_event_spin(vmm_event_t *ev, uint64_t target)
+{
+    uint64_t until = zc_time_ns() + VMM_EV_SPIN_NS;
+    for (unsigned i = 1; atomic_load_explicit(&ev->done_gen, memory_order_acquire) < target; i++) {
+        if (i % 32 == 0 && zc_time_ns() > until) {
+            for (int y = 0; y < 16; y++) {
+                if (atomic_load_explicit(&ev->done_gen, memory_order_acquire) >= target) {
+                    return;
+                }
+                sched_yield();
+            }
+            return;
+        }
+        zc_cpu_relax();
+    }
+}
+
 static aclError vmm_event_sync(aclrtEvent event, int64_t timeout_ms, const char *what)
 {
     vmm_event_t *ev;
@@ -394,6 +420,9 @@ static aclError vmm_event_sync(aclrtEvent event, int64_t timeout_ms, const char 
     }
     pthread_mutex_lock(&vmm_ev_mu);
     uint64_t target = ev->rec_enq;
+    pthread_mutex_unlock(&vmm_ev_mu);
+    vmm_event_spin(ev, target);
+    pthread_mutex_lock(&vmm_ev_mu);
     while (ev->done_gen < target && !ev->dead) {
         if (timeout_ms < 0) {
             pthread_cond_wait(&vmm_ev_cv, &vmm_ev_mu);

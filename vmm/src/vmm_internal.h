@@ -98,6 +98,11 @@ void vmm_stream_put(vmm_stream_t *s);
  *  On failure nothing is enqueued and dtor is NOT called. */
 aclError vmm_stream_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *));
 
+/** 1 when work may run on the caller's thread in place of a task of s:
+ *  nothing queued or running (pending event waits included). The one place
+ *  that decision is made (a capturing stream must answer 0 here). */
+int vmm_stream_idle(vmm_stream_t *s);
+
 /** Non-zero once s is being force-destroyed: blocking tasks should give up. */
 int vmm_stream_aborting(const vmm_stream_t *s);
 

@@ -22,6 +22,11 @@ int zc_futex_wait(atomic_uint *addr, unsigned val, uint64_t timeout_ns);
 /** Wake up to n waiters on addr (INT32_MAX for all). */
 void zc_futex_wake(atomic_uint *addr, int n);
 
+/** The same for a word that only threads of this process wait on (cheaper:
+ *  the kernel keys it by address, not by page). */
+int zc_futex_wait_private(atomic_uint *addr, unsigned val, uint64_t timeout_ns);
+void zc_futex_wake_private(atomic_uint *addr, int n);
+
 /** CPU relax hint for spin loops. */
 static inline void zc_cpu_relax(void)
 {

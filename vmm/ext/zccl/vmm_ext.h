@@ -52,6 +52,37 @@ __attribute__((visibility("default"))) aclError zccl_stream_enqueue(aclrtStream 
 /** Non-zero when the calling thread is the worker of a stream (running one of its tasks). */
 __attribute__((visibility("default"))) int zccl_stream_in_task(void);
 
+/** Bytes of a reserved task's payload area (16-byte aligned). */
+#define ZCCL_TASK_PAYLOAD 192
+
+/** A reserved slot of a stream's task ring (zccl_task_reserve). */
+typedef struct {
+    void *stream;   /**< the stream (referenced until commit / finish) */
+    uint64_t pos;   /**< position in the stream's order */
+    void *payload;  /**< ZCCL_TASK_PAYLOAD bytes, the caller's until commit / finish */
+    int idle;       /**< nothing was queued or running: the caller may run the task itself */
+} zccl_task_t;
+
+/**
+ * Reserve the next slot of stream's ring (waiting for room when it is full).
+ * Work enqueued later by any thread runs after this slot. With want_idle,
+ * t->idle says whether the stream had no queued or running work; then the
+ * caller may run the task on its own thread and end with zccl_task_finish.
+ * In every case it may end with zccl_task_commit, which hands fn(payload)
+ * to the worker. One of the two must follow, soon: the stream stalls at the
+ * slot until then. Returns ACL_SUCCESS or an aclError (nothing reserved).
+ */
+__attribute__((visibility("default"))) aclError zccl_task_reserve(aclrtStream stream,
+                                                                  int want_idle, zccl_task_t *t);
+
+/** Queue the reserved slot as the task fn(t->payload), dtor(t->payload) after. */
+__attribute__((visibility("default"))) void zccl_task_commit(zccl_task_t *t, zccl_task_fn fn,
+                                                             void (*dtor)(void *));
+
+/** End an idle reservation whose work the caller ran itself; rc (0 or an
+ *  error) becomes the stream's error as a task's result would. */
+__attribute__((visibility("default"))) void zccl_task_finish(zccl_task_t *t, int rc);
+
 /** Device id of a stream (NULL = current device default stream); -1 if bogus. */
 __attribute__((visibility("default"))) int zccl_stream_device(aclrtStream stream);
 
