@@ -31,6 +31,7 @@ typedef struct bench_args {
     int hccl_format;   /**< --format hccl */
     double budget_s;   /**< --budget: cut iterations so a batch lasts about this */
     int cold;          /**< --cold: rotate buffers so no op finds its data cached */
+    int repeat;        /**< --repeat: timed rounds per size (best kept) */
     int blocking;      /**< --blocking: synchronize the stream after every op */
     const char *csv;   /**< --csv FILE */
 } bench_args_t;
@@ -47,16 +48,17 @@ enum {
 
 /** The reference's shared memory: every rank's memfd mapped here. */
 typedef struct bench_ref {
-    int ok;               /**< mapped on every rank */
-    int yield;            /**< more ranks than cores: yield while waiting */
-    int variant;          /**< the variant bench_ref_batch runs */
-    uint64_t epoch;       /**< barriers passed (my counter's value) */
-    size_t send_off;      /**< layout of every region: send area */
-    size_t recv_off;      /**< receive area */
-    size_t region;        /**< bytes of a region */
-    unsigned char **base; /**< base[q]: rank q's region, mapped here */
-    const void **in;      /**< per-op scratch: in[q] */
-    void **out;           /**< per-op scratch: out[q] */
+    int ok;                    /**< mapped on every rank */
+    int yield;                 /**< more ranks than cores: yield while waiting */
+    int variant;               /**< the variant bench_ref_batch runs */
+    int iters[BENCH_REF_NVAR]; /**< per variant at this size; 0: does not apply */
+    uint64_t epoch;            /**< barriers passed (my counter's value) */
+    size_t send_off;           /**< layout of every region: send area */
+    size_t recv_off;           /**< receive area */
+    size_t region;             /**< bytes of a region */
+    unsigned char **base;      /**< base[q]: rank q's region, mapped here */
+    const void **in;           /**< per-op scratch: in[q] */
+    void **out;                /**< per-op scratch: out[q] */
 } bench_ref_t;
 
 /** One size's ops: entry j uses buffers j * stride into the pool (cold mode). */
@@ -170,8 +172,14 @@ int bench_ref_usable(const bench_ctx_t *ctx);
 int bench_ref_open(bench_ctx_t *ctx);
 void bench_ref_close(bench_ctx_t *ctx);
 
-/** Time every variant that applies; row->ref_us / ref_variant / ref_wrong. */
-void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row);
+/**
+ * Time every variant that applies once (first: warm each up and choose its
+ * iterations); row->ref_us / ref_variant keep the best over calls.
+ */
+void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row, int first);
+
+/** One checked op of the row's best variant: row->ref_wrong (and ctx->wrong). */
+void bench_ref_check_row(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row);
 
 /** A timed batch of the variant in ctx->ref.variant. */
 double bench_ref_batch(bench_ctx_t *ctx, const bench_ring_t *ring, int iters);

@@ -322,28 +322,38 @@ int bench_ref_usable(const bench_ctx_t *ctx)
     return !(c->flags & BENCH_REDUCES) || bench_ref_reducible(ctx->a.dtype, ctx->a.redop);
 }
 
-void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row)
+void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row, int first)
 {
-    row->ref_us = 0.0;
-    row->ref_variant = -1;
-    if (!ctx->ref.ok) {
+    bench_ref_t *r = &ctx->ref;
+    if (!r->ok) {
         return;
     }
     for (int v = 0; v < BENCH_REF_NVAR; v++) {
-        if (!bench_ref_applies(ctx, ring, v)) {
+        if (first) {
+            r->iters[v] = 0;
+            if (bench_ref_applies(ctx, ring, v)) {
+                r->variant = v;
+                r->iters[v] = bench_calibrate(ctx, ring, bench_ref_batch);
+            }
+        }
+        if (r->iters[v] == 0) {
             continue;
         }
-        ctx->ref.variant = v;
-        int iters = bench_calibrate(ctx, ring, bench_ref_batch);
-        double t = bench_ref_batch(ctx, ring, iters) / iters * 1e6;
+        r->variant = v;
+        double t = bench_ref_batch(ctx, ring, r->iters[v]) / r->iters[v] * 1e6;
         if (row->ref_variant < 0 || t < row->ref_us) {
             row->ref_us = t;
             row->ref_variant = v;
         }
     }
-    ctx->ref.variant = row->ref_variant;
-    if (ctx->a.check) {
-        row->ref_wrong = bench_ref_check(ctx, ring);
-        ctx->wrong += row->ref_wrong;
+}
+
+void bench_ref_check_row(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row)
+{
+    if (!ctx->ref.ok || row->ref_variant < 0 || !ctx->a.check) {
+        return;
     }
+    ctx->ref.variant = row->ref_variant;
+    row->ref_wrong = bench_ref_check(ctx, ring);
+    ctx->wrong += row->ref_wrong;
 }

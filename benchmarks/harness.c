@@ -8,7 +8,7 @@
  * overlap): -b min bytes, -e max bytes, -f factor, -i step bytes, -n iters,
  * -w warm-up iters, -c check, -d type, -o reduction, -r root, -z zero copy,
  * -p ranks expected (HCCL's), plus -m MPI baseline, -I in place,
- * --blocking 0|1, --cold 0|1, --format nccl|hccl, --csv FILE, --rss,
+ * --blocking 0|1, --cold 0|1, --repeat R, --format nccl|hccl, --csv FILE, --rss,
  * --budget MS, --version, --help (the last two need no mpirun).
  */
 #include "bench_ctx.h"
@@ -105,6 +105,8 @@ static void bench_usage(FILE *f, const char *tool)
             "  --blocking 0|1      1: synchronize the stream after every op (op + sync latency)\n"
             "  --cold 0|1          1: rotate through buffers past the last-level cache, so no\n"
             "                      op finds its data cached (0: reuse the same buffers)\n"
+            "  --repeat R          R interleaved timed rounds of zccl, MPI and the reference\n"
+            "                      per size, the best of each kept (default 1)\n"
             "  --version           print the version and exit\n"
             "  --help              print this text and exit\n"
             "Every row also times the reference (the ideal kernel for the collective on raw\n"
@@ -135,6 +137,7 @@ static int bench_parse_args(int argc, char **argv, const bench_coll_t *coll, ben
         {"budget", required_argument, NULL, 'B'},
         {"blocking", required_argument, NULL, 'K'},
         {"cold", required_argument, NULL, 'L'},
+        {"repeat", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -147,7 +150,8 @@ static int bench_parse_args(int argc, char **argv, const bench_coll_t *coll, ben
                         .check = 1,
                         .dtype = HCCL_DATA_TYPE_FP32,
                         .redop = HCCL_REDUCE_SUM,
-                        .zero_copy = 1};
+                        .zero_copy = 1,
+                        .repeat = 1};
     int c;
     int fset = 0;
     while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:z:m:I:p:h", longopts, NULL)) != -1) {
@@ -214,6 +218,9 @@ static int bench_parse_args(int argc, char **argv, const bench_coll_t *coll, ben
             break;
         case 'L':
             bad = bench_parse_int(optarg, 0, 1, &a->cold);
+            break;
+        case 'P':
+            bad = bench_parse_int(optarg, 1, 1000, &a->repeat);
             break;
         case 'B': {
             int ms = 0;

@@ -33,7 +33,8 @@
 
 static int coll_ag_work(const coll_args_t *a, char *base, void *ctx)
 {
-    coll_pull_blocks(a, base, *(const size_t *)ctx, 0);
+    size_t bytes = *(const size_t *)ctx;
+    coll_pull_blocks(a, base, bytes, 0, coll_use_nt_op(a, bytes, bytes * (size_t)a->nranks));
     return ZC_OK;
 }
 

@@ -98,6 +98,18 @@ void coll_stage_in(const coll_args_t *a, void *ccl_dst, const void *src, size_t 
 /** Streaming stores for this op? (message of msg_bytes vs tune->nt_min) */
 int coll_use_nt(const coll_args_t *a, size_t msg_bytes);
 
+/**
+ * Streaming stores for a direct op whose every rank reads in_bytes and
+ * writes out_bytes? Yes once the op's data over all ranks, (in + out) x
+ * nranks, reaches 2 x tune->nt_min: from there it no longer fits the
+ * last-level cache beside everything else, and a cached store would cost a
+ * read-for-ownership plus a write-back of every line (measured on the
+ * project's 32 MiB-LLC machine: AllReduce np 2 crosses over between 2 and
+ * 4 MiB per rank, np 4 between 1 and 2 MiB, AllGather np 2 between 2 and 4
+ * MiB of output per rank... in each case near 16 MiB of data in all).
+ */
+int coll_use_nt_op(const coll_args_t *a, size_t in_bytes, size_t out_bytes);
+
 /** AllReduce one-shot threshold in bytes. */
 size_t coll_oneshot_max(const coll_args_t *a);
 
@@ -199,8 +211,8 @@ int coll_run_blocks(const coll_args_t *a, size_t in_bytes, size_t out_bytes, int
                     const char *what, coll_work_fn work, size_t *bytes);
 
 /** Pull: base block q = bytes of in[q] from byte src_off, for every q starting
- *  at q = rank (streaming and fenced for large messages). */
-void coll_pull_blocks(const coll_args_t *a, char *base, size_t bytes, size_t src_off);
+ *  at q = rank (streaming stores and a fence when nt). */
+void coll_pull_blocks(const coll_args_t *a, char *base, size_t bytes, size_t src_off, int nt);
 
 /**
  * The staged reduction loop of AllReduce (root < 0: every rank copies the
