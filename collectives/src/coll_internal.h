@@ -110,6 +110,34 @@ int coll_use_nt(const coll_args_t *a, size_t msg_bytes);
  */
 int coll_use_nt_op(const coll_args_t *a, size_t in_bytes, size_t out_bytes);
 
+/** The collectives whose store kind is learned (coll_nt.c). */
+enum { COLL_NT_ALLREDUCE = 0, COLL_NT_ALLGATHER, COLL_NT_KINDS };
+
+/** One op's choice, to be reported back with coll_nt_learn. */
+typedef struct {
+    void *slot;        /* NULL: not learned (static rule or too small) */
+    int nt;            /* the kind chosen */
+    uint64_t start_ns; /* when the timed loop began */
+} coll_nt_ticket_t;
+
+/**
+ * Cached (0) or streaming (1) stores for this rank's part of a direct op of
+ * `kind` reading in_bytes and writing out_bytes per rank: the kind measured
+ * cheaper for the op's size class, sometimes the other one to keep both
+ * measurements fresh (see coll_nt.c). Starts the ticket's clock.
+ */
+int coll_nt_choose(const coll_args_t *a, int kind, size_t in_bytes, size_t out_bytes,
+                   coll_nt_ticket_t *t);
+
+/** Record the time since coll_nt_choose for `written` bytes of this rank's stores. */
+void coll_nt_learn(const coll_nt_ticket_t *t, size_t written);
+
+/** coll_nt_learn with the time given (tests). */
+void coll_nt_record(const coll_nt_ticket_t *t, uint64_t ns, size_t written);
+
+/** Forget every measurement (tests). */
+void coll_nt_reset(void);
+
 /** AllReduce one-shot threshold in bytes. */
 size_t coll_oneshot_max(const coll_args_t *a);
 
