@@ -8,9 +8,12 @@
 # and targets.txt.
 #
 # Environment: BUILD (build folder, default build), OUT (default out),
-# NPS (rank counts, default "2 4"), MAXB (largest size, default 256M),
-# BUDGET (ms per timed batch, default 150), STRICT=1 (exit non-zero when a
-# target is missed; a wrong result always fails).
+# NPS (rank counts, default "2 4"), MAXB (largest size, default 256M;
+# blocking runs stop at MAXB_BLOCKING, default 16M, past which the per-op
+# synchronize is a vanishing part of the op), BUDGET (ms per timed batch,
+# default 60), REPEAT (interleaved timed rounds per size, best kept, default
+# 3), STRICT=1 (exit non-zero when a target is missed; a wrong result always
+# fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh gnuplot-nox
@@ -18,7 +21,9 @@ BUILD=${BUILD:-build}
 OUT=${OUT:-out}
 NPS=${NPS:-2 4}
 MAXB=${MAXB:-256M}
-BUDGET=${BUDGET:-150}
+MAXB_BLOCKING=${MAXB_BLOCKING:-16M}
+BUDGET=${BUDGET:-60}
+REPEAT=${REPEAT:-3}
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target all_reduce_perf all_gather_perf train_dp
 mkdir -p "$OUT"
@@ -26,9 +31,10 @@ mkdir -p "$OUT"
 # mpirun as root needs these; --oversubscribe lets 4 ranks share 2 cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader --bind-to none)
-# Sizes 8 B .. MAXB by factors of 2; up to 10,000 iterations per size, cut
-# so a timed batch lasts about BUDGET ms (at least 5 iterations).
-SWEEP=(-b 8 -e "$MAXB" -f 2 -n 10000 -w 3 --budget "$BUDGET" -c 1 -m 1 -z 1)
+# Sizes 8 B .. MAXB by factors of 2; up to 10,000 iterations per batch, cut
+# so a timed batch lasts about BUDGET ms (at least 5 iterations); REPEAT
+# rounds of zccl, MPI and the reference, interleaved, the best of each kept.
+SWEEP=(-b 8 -f 2 -n 10000 -w 3 --budget "$BUDGET" --repeat "$REPEAT" -c 1 -m 1 -z 1)
 
 for np in $NPS; do
     for tool in all_reduce_perf all_gather_perf; do
@@ -37,8 +43,9 @@ for np in $NPS; do
                 cache=$([ $cold = 1 ] && echo cold || echo reuse)
                 mode=$([ $blocking = 1 ] && echo blocking || echo queued)
                 name=${tool%_perf}_np${np}_${cache}_${mode}
+                maxb=$([ $blocking = 1 ] && echo "$MAXB_BLOCKING" || echo "$MAXB")
                 echo "== $tool np $np, $cache buffers, $mode"
-                "${MPIRUN[@]}" -np "$np" "$BUILD/benchmarks/$tool" "${SWEEP[@]}" \
+                "${MPIRUN[@]}" -np "$np" "$BUILD/benchmarks/$tool" "${SWEEP[@]}" -e "$maxb" \
                     --cold "$cold" --blocking "$blocking" --csv "$OUT/$name.csv" |
                     tee "$OUT/$name.txt"
             done
