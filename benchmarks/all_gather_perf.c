@@ -2,10 +2,9 @@
  * all_gather_perf: HcclAllGather against MPI_Allgather, nccl-tests style.
  *
  * Size S = the bytes of each rank's output (N blocks of S/N, block r from rank
- * r). busbw = algbw * (N-1)/N. Traffic model (see bench_probe.c): each of the
- * N outputs of S bytes is written once and every written byte is read once
- * from some input, so at least 2*N*S bytes move per op (out of place; in place
- * a rank's own block need not move, which this bound does not credit).
+ * r). busbw = algbw * (N-1)/N. Reference (see bench_ref.c): pull (own output: rank r copies
+ * every in[q] into slot q of out[r], starting at q = r) or push (rank r
+ * copies in[r] into slot r of every out[q]), cached or streaming stores.
  */
 #include "harness.h"
 
@@ -25,11 +24,6 @@ static double ag_bus_factor(int nranks)
     return (double)(nranks - 1) / nranks;
 }
 
-static double ag_traffic(double size, int nranks)
-{
-    return 2.0 * nranks * size;
-}
-
 static HcclResult ag_run(const bench_op_t *op, HcclComm comm, aclrtStream stream)
 {
     return HcclAllGather(op->send, op->recv, op->count, (HcclDataType)op->dtype, comm, stream);
@@ -41,20 +35,36 @@ static int ag_expect(const bench_op_t *op, size_t i, double *value)
     return 1;
 }
 
+/* Reference kernel: pull into the own output, or push the own block. */
+static void ag_ref(const bench_ref_args_t *r)
+{
+    const bench_op_t *op = r->op;
+    int n = op->nranks;
+    size_t bytes = (size_t)op->count * op->esize;
+    for (int k = 0; k < n; k++) {
+        int q = (op->rank + k) % n;
+        if (r->own_only) {
+            bench_ref_copy((char *)r->out[op->rank] + (size_t)q * bytes, r->in[q], bytes, r->nt);
+        } else {
+            bench_ref_copy((char *)r->out[q] + (size_t)op->rank * bytes, r->in[op->rank], bytes,
+                           r->nt);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const bench_coll_t coll = {
         .tool = "all_gather_perf",
         .name = "AllGather",
         .mpi_name = "MPI_Allgather",
-        .flags = 0,
-        .traffic_text = "2*N*S",
+        .flags = BENCH_REF_SPREAD,
         .shape = ag_shape,
         .bus_factor = ag_bus_factor,
-        .traffic = ag_traffic,
         .run = ag_run,
         .run_mpi = bench_mpi_allgather,
         .expect = ag_expect,
+        .ref = ag_ref,
     };
     return bench_main(argc, argv, &coll);
 }

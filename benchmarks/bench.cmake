@@ -1,12 +1,17 @@
-# nccl-tests-style tools sharing one harness, the MPI baseline, the copy probe
-# and the training-style workload. They link libhccl and libascendcl like a
+# nccl-tests-style tools sharing one harness, the MPI baseline, the measured
+# reference and the training-style workload. They link libhccl and libascendcl like a
 # user's program; MPI only broadcasts the root info and runs the baseline.
 # The footer's path counters come from libhccl's internal test interface
 # (zccl_hccl_internal: a header, the symbols are exported by libhccl).
 find_package(MPI REQUIRED COMPONENTS C)
 
-add_library(zccl_bench STATIC harness.c bench_run.c bench_data.c bench_mpi.c bench_probe.c)
+add_library(zccl_bench STATIC harness.c bench_run.c bench_data.c bench_mpi.c bench_probe.c
+            bench_ref.c bench_ref_kern.c)
 target_include_directories(zccl_bench PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_definitions(zccl_bench PRIVATE ZCCL_BENCH_VERSION="${PROJECT_VERSION}")
+# The reference's kernels are the limit the tables hold zccl to: optimise
+# them like a kernel.
+set_source_files_properties(bench_ref_kern.c PROPERTIES COMPILE_OPTIONS -O3)
 target_link_libraries(zccl_bench PUBLIC hccl ascendcl MPI::MPI_C m PRIVATE zccl_hccl_internal)
 
 set(ZCCL_BENCH_TOOLS all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf
@@ -40,6 +45,28 @@ if(ZCCL_BUILD_TESTS)
       COMMAND ${ZCCL_BENCH_MPIRUN} -np 4 $<TARGET_FILE:${tool}> ${ZCCL_BENCH_SMOKE} -z 1)
     set_tests_properties(bench_${tool}_np4_z1 PROPERTIES LABELS mpi RUN_SERIAL TRUE TIMEOUT 300)
   endforeach()
+  # Cold-cache and blocking modes (zccl, MPI and the reference rotate through
+  # the same buffers; the reference's results are checked too).
+  foreach(tool all_reduce_perf all_gather_perf)
+    foreach(np 2 4)
+      add_test(NAME bench_${tool}_np${np}_cold_blocking
+        COMMAND ${ZCCL_BENCH_MPIRUN} -np ${np} $<TARGET_FILE:${tool}> ${ZCCL_BENCH_SMOKE} -z 1
+                --cold 1 --blocking 1)
+      set_tests_properties(bench_${tool}_np${np}_cold_blocking PROPERTIES LABELS mpi RUN_SERIAL TRUE
+                           TIMEOUT 300)
+    endforeach()
+  endforeach()
+  # --version and --help answer without mpirun; a bad mode value is refused.
+  add_test(NAME bench_version COMMAND all_reduce_perf --version)
+  set_tests_properties(bench_version PROPERTIES LABELS mpi TIMEOUT 60
+                       PASS_REGULAR_EXPRESSION "all_reduce_perf \\(zccl\\) ${PROJECT_VERSION}")
+  add_test(NAME bench_help COMMAND all_gather_perf --help)
+  set_tests_properties(bench_help PROPERTIES LABELS mpi TIMEOUT 60
+                       PASS_REGULAR_EXPRESSION "--blocking 0\\|1.*--cold 0\\|1")
+  add_test(NAME bench_bad_mode
+    COMMAND ${ZCCL_BENCH_MPIRUN} -np 1 $<TARGET_FILE:all_reduce_perf> --cold 2)
+  set_tests_properties(bench_bad_mode PROPERTIES LABELS mpi TIMEOUT 60
+                       PASS_REGULAR_EXPRESSION "bad value '2' for option --cold")
   add_test(NAME bench_all_reduce_perf_np2_inplace_hccl
     COMMAND ${ZCCL_BENCH_MPIRUN} -np 2 $<TARGET_FILE:all_reduce_perf> -b 8 -e 64K -f 64 -n 5 -w 1
             -I 1 -d int32 -o max --format hccl)

@@ -6,6 +6,7 @@
 #ifndef BENCH_CTX_H
 #define BENCH_CTX_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "harness.h"
@@ -29,8 +30,64 @@ typedef struct bench_args {
     int rss;           /**< --rss: a VmRSS line per size */
     int hccl_format;   /**< --format hccl */
     double budget_s;   /**< --budget: cut iterations so a batch lasts about this */
+    int cold;          /**< --cold: rotate buffers so no op finds its data cached */
+    int repeat;        /**< --repeat: timed rounds per size (best kept) */
+    int blocking;      /**< --blocking: synchronize the stream after every op */
     const char *csv;   /**< --csv FILE */
 } bench_args_t;
+
+/** Reference variants (bench_ref.c). */
+enum {
+    BENCH_REF_DIRECT = 0, /* barrier, kernel, barrier */
+    BENCH_REF_DIRECT_NT,  /* the same with streaming stores */
+    BENCH_REF_OWN,        /* own-output kernel form, two barriers */
+    BENCH_REF_OWN_NT,
+    BENCH_REF_SLOT, /* inputs through per-rank slots, one barrier */
+    BENCH_REF_NVAR,
+};
+
+/** The reference's shared memory: every rank's memfd mapped here. */
+typedef struct bench_ref {
+    int ok;                    /**< mapped on every rank */
+    int yield;                 /**< more ranks than cores: yield while waiting */
+    int variant;               /**< the variant bench_ref_batch runs */
+    int iters[BENCH_REF_NVAR]; /**< per variant at this size; 0: does not apply */
+    uint64_t epoch;            /**< barriers passed (my counter's value) */
+    size_t send_off;           /**< layout of every region: send area */
+    size_t recv_off;           /**< receive area */
+    size_t region;             /**< bytes of a region */
+    unsigned char **base;      /**< base[q]: rank q's region, mapped here */
+    const void **in;           /**< per-op scratch: in[q] */
+    void **out;                /**< per-op scratch: out[q] */
+} bench_ref_t;
+
+/** One size's ops: entry j uses buffers j * stride into the pool (cold mode). */
+typedef struct bench_ring {
+    size_t bytes;   /**< the size column's request */
+    int inplace;    /**< shape in place */
+    size_t sstride; /**< bytes between entries in the send buffer */
+    size_t rstride; /**< bytes between entries in the receive buffer */
+    size_t n;       /**< entries (1 in reuse mode) */
+} bench_ring_t;
+
+/** One printed row. */
+typedef struct bench_row {
+    size_t size;  /* bytes: the larger of send and receive */
+    size_t count; /* elements of `size` */
+    int iters;
+    double time_us;
+    double algbw;
+    double busbw;
+    uint64_t wrong;
+    int has_mpi;
+    int mpi_iters;
+    double mpi_time_us;
+    double mpi_algbw;
+    double mpi_busbw;
+    double ref_us;   /* best reference variant's time; 0 when none */
+    int ref_variant; /* -1 when none */
+    uint64_t ref_wrong;
+} bench_row_t;
 
 /** One rank's run. */
 typedef struct bench_ctx {
@@ -52,8 +109,9 @@ typedef struct bench_ctx {
     int range_set;
     int activated;
     int mapped;
-    double copy_bw;     /**< aggregate bytes/s from the copy probe */
-    double bound_busbw; /**< GB/s */
+    size_t send_span; /**< send bytes of the largest op */
+    size_t recv_span; /**< receive bytes of the largest op */
+    bench_ref_t ref;
     FILE *csv;
     /* Totals for the footer. */
     uint64_t wrong;
@@ -61,8 +119,9 @@ typedef struct bench_ctx {
     double mpi_busbw_sum;
     int nsizes;
     int nmpi;
-    double last_fraction; /**< busbw / bound at the largest size */
-    size_t last_size;
+    double ref_pct_min; /**< lowest %ref from 1 MiB up (-1: none) */
+    size_t ref_pct_min_size;
+    int ref_over;       /**< rows above 105 % of the reference */
     long rss_first_kb;  /**< growth over the first zccl timed batch */
     long rss_growth_kb; /**< summed over the later zccl timed batches */
     long rss_start_kb;
@@ -90,5 +149,42 @@ void bench_die(const bench_ctx_t *ctx, const char *call, int code, const char *t
 
 /** Sweep the sizes, print the table (rank 0) and the footer. */
 void bench_run_sweep(bench_ctx_t *ctx);
+
+/** Ring of `bytes`-sized ops over the buffers (one entry unless --cold). */
+void bench_ring_init(const bench_ctx_t *ctx, bench_ring_t *ring, size_t bytes, int inplace);
+
+/** Entry j of the ring, shaped as rank `rank` passes it, on zccl's buffers. */
+void bench_ring_op(const bench_ctx_t *ctx, const bench_ring_t *ring, size_t j, int rank,
+                   bench_op_t *op);
+
+/** A timed batch of iters ops; seconds, max over ranks. */
+typedef double (*bench_batch_fn)(bench_ctx_t *ctx, const bench_ring_t *ring, int iters);
+
+/** Warm up with batch and choose the timed batch's iterations (-n, --budget). */
+int bench_calibrate(bench_ctx_t *ctx, const bench_ring_t *ring, bench_batch_fn batch);
+
+/* ---- the reference (bench_ref.c) ---- */
+
+/** The tool has a reference kernel for this type and reduction. */
+int bench_ref_usable(const bench_ctx_t *ctx);
+
+/** Map every rank's reference memory: 0, or -1 on every rank (told why). */
+int bench_ref_open(bench_ctx_t *ctx);
+void bench_ref_close(bench_ctx_t *ctx);
+
+/**
+ * Time every variant that applies once (first: warm each up and choose its
+ * iterations); row->ref_us / ref_variant keep the best over calls.
+ */
+void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row, int first);
+
+/** One checked op of the row's best variant: row->ref_wrong (and ctx->wrong). */
+void bench_ref_check_row(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row);
+
+/** A timed batch of the variant in ctx->ref.variant. */
+double bench_ref_batch(bench_ctx_t *ctx, const bench_ring_t *ring, int iters);
+
+/** Name of a variant ("direct", "direct+nt", ...; "-" for none). */
+const char *bench_ref_name(int variant);
 
 #endif /* BENCH_CTX_H */

@@ -1,21 +1,36 @@
 /*
  * The size sweep and the tables.
  *
- * Timing follows the definition the latency targets use: ops are enqueued
- * back to back on one stream and the stream is synchronised once per batch.
- * An MPI_Barrier starts each batch on every rank together; the batch lasts
- * until the slowest rank is done (MPI_Allreduce MAX), and time per op is that
- * over the iteration count. Before the sweep a few ops at the largest and the
+ * Timing. Queued mode (the default, --blocking 0): ops are enqueued back to
+ * back on one stream and the stream is synchronised once per batch. Blocking
+ * mode (--blocking 1, nccl-tests' blocking mode): the stream is synchronised
+ * after every op, so a row is the latency of op + synchronize. An
+ * MPI_Barrier starts each batch on every rank together; the batch lasts until
+ * the slowest rank is done (MPI_Allreduce MAX), and time per op is that over
+ * the iteration count. Before the sweep a few ops at the largest and the
  * smallest size absorb first-use costs; each size then starts with its own
  * warm-up batch, and with --budget the warm-up also fixes how many
  * iterations fit the budget (see bench_calibrate()).
  *
- * For each size: zccl warm-up, timed batch, one checked run (the send buffer
- * refilled, the receive buffer poisoned, every element compared); then, with
- * -m 1, the MPI collective's warm-up and timed batch on the same buffers.
- * Rank 0 prints nccl-tests' columns (or HCCL's test tool's with --format hccl)
- * and the CSV rows; the footer gives the average busbw, #wrong, the VmRSS
- * growth over zccl's timed batches and how many ops took which path.
+ * Buffers. Reuse mode (the default): every op of a size uses the same
+ * buffers, so whatever fits the caches is cache-resident, as in nccl-tests.
+ * Cold mode (--cold 1): the buffers are a pool of at least twice the last-
+ * level cache per buffer and rank, and op i of a batch uses entry i mod n of
+ * a ring of n non-overlapping buffer sets cut from it (n = pool / size), so
+ * an op's data was last touched n ops ago and is not cache-resident (how
+ * shared-memory collective papers measure). zccl, MPI and the reference
+ * rotate through the same ring.
+ *
+ * For each size: warm-ups of zccl, the MPI collective (-m 1, on the same
+ * buffers) and the reference's variants (bench_ref.c), which also fix each
+ * one's iterations; then --repeat rounds (default 1) of one timed batch of
+ * each, interleaved, keeping each one's best; then one checked run of zccl
+ * and of the best reference variant (send refilled, receive poisoned, every
+ * element compared). Rank 0 prints nccl-tests' columns (or
+ * HCCL's test tool's with --format hccl) plus the reference time and %ref
+ * (reference time / zccl time), and the CSV rows; the footer gives the
+ * average busbw, #wrong, the lowest %ref from 1 MiB up, the VmRSS growth over
+ * zccl's timed batches and how many ops took which path.
  */
 #include "bench_ctx.h"
 
@@ -24,22 +39,6 @@
 #include <unistd.h>
 
 #include "hccl_test_api.h"
-
-/** One printed row. */
-typedef struct bench_row {
-    size_t size;  /* bytes: the larger of send and receive */
-    size_t count; /* elements of `size` */
-    int iters;
-    double time_us;
-    double algbw;
-    double busbw;
-    uint64_t wrong;
-    int has_mpi;
-    int mpi_iters;
-    double mpi_time_us;
-    double mpi_algbw;
-    double mpi_busbw;
-} bench_row_t;
 
 static double bench_allmax(double v)
 {
@@ -58,17 +57,8 @@ static void bench_die_op(const bench_ctx_t *ctx, const bench_op_t *op, const cha
     bench_die(ctx, call, code, text);
 }
 
-/* Launch `iters` ops back to back and synchronise once; seconds, max over ranks. */
-static double bench_zccl_batch(bench_ctx_t *ctx, const bench_op_t *op, int iters)
+static void bench_zccl_sync(bench_ctx_t *ctx, const bench_op_t *op)
 {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = bench_now();
-    for (int i = 0; i < iters; i++) {
-        HcclResult r = ctx->coll->run(op, ctx->comm, ctx->stream);
-        if (r != HCCL_SUCCESS) {
-            bench_die_op(ctx, op, "launching", (int)r, HcclGetErrorString(r));
-        }
-    }
     aclError e = aclrtSynchronizeStream(ctx->stream);
     if (e != ACL_SUCCESS) {
         HcclResult async = HCCL_SUCCESS;
@@ -76,25 +66,64 @@ static double bench_zccl_batch(bench_ctx_t *ctx, const bench_op_t *op, int iters
         bench_die_op(ctx, op, "aclrtSynchronizeStream after", (int)e,
                      async != HCCL_SUCCESS ? HcclGetErrorString(async) : "aclError");
     }
+}
+
+static void bench_zccl_launch(bench_ctx_t *ctx, const bench_op_t *op)
+{
+    HcclResult r = ctx->coll->run(op, ctx->comm, ctx->stream);
+    if (r != HCCL_SUCCESS) {
+        bench_die_op(ctx, op, "launching", (int)r, HcclGetErrorString(r));
+    }
+    if (ctx->a.blocking) {
+        bench_zccl_sync(ctx, op);
+    }
+}
+
+static void bench_mpi_launch(bench_ctx_t *ctx, const bench_op_t *op)
+{
+    int rc = ctx->coll->run_mpi(op, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) {
+        bench_die_op(ctx, op, ctx->coll->mpi_name, rc, "MPI error");
+    }
+}
+
+/* `iters` ops of the ring through launch after a common start; returns the
+   start time (the last op launched is left in *last). */
+static double bench_loop(bench_ctx_t *ctx, const bench_ring_t *ring, int iters,
+                         void (*launch)(bench_ctx_t *, const bench_op_t *), bench_op_t *last)
+{
+    bench_ring_op(ctx, ring, 0, ctx->rank, last);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = bench_now();
+    for (int i = 0; i < iters; i++) {
+        if (ring->n > 1) {
+            bench_ring_op(ctx, ring, (size_t)i % ring->n, ctx->rank, last);
+        }
+        launch(ctx, last);
+    }
+    return t0;
+}
+
+/* Launch `iters` ops back to back and synchronise once (or after every op
+   with --blocking 1); seconds, max over ranks. */
+static double bench_zccl_batch(bench_ctx_t *ctx, const bench_ring_t *ring, int iters)
+{
+    bench_op_t op;
+    double t0 = bench_loop(ctx, ring, iters, bench_zccl_launch, &op);
+    if (!ctx->a.blocking) {
+        bench_zccl_sync(ctx, &op);
+    }
     double t = bench_now() - t0;
     ctx->zccl_ops += (uint64_t)iters;
     return bench_allmax(t);
 }
 
-static double bench_mpi_batch(bench_ctx_t *ctx, const bench_op_t *op, int iters)
+static double bench_mpi_batch(bench_ctx_t *ctx, const bench_ring_t *ring, int iters)
 {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = bench_now();
-    for (int i = 0; i < iters; i++) {
-        int rc = ctx->coll->run_mpi(op, MPI_COMM_WORLD);
-        if (rc != MPI_SUCCESS) {
-            bench_die_op(ctx, op, ctx->coll->mpi_name, rc, "MPI error");
-        }
-    }
+    bench_op_t op;
+    double t0 = bench_loop(ctx, ring, iters, bench_mpi_launch, &op);
     return bench_allmax(bench_now() - t0);
 }
-
-typedef double (*bench_batch_fn)(bench_ctx_t *ctx, const bench_op_t *op, int iters);
 
 /*
  * Warm up, and choose the timed batch's iterations: -n, or with --budget as
@@ -104,52 +133,79 @@ typedef double (*bench_batch_fn)(bench_ctx_t *ctx, const bench_op_t *op, int ite
  * warm-up grows fourfold and is timed again. Every rank sees the same agreed
  * times, so every rank picks the same count.
  */
-static int bench_calibrate(bench_ctx_t *ctx, const bench_op_t *op, bench_batch_fn batch)
+int bench_calibrate(bench_ctx_t *ctx, const bench_ring_t *ring, bench_batch_fn batch)
 {
     int k = ctx->a.warmup;
     if (k <= 0) {
         return ctx->a.iters;
     }
-    double t = batch(ctx, op, k);
+    double t = batch(ctx, ring, k);
     if (ctx->a.budget_s <= 0.0) {
         return ctx->a.iters;
     }
     while (t < ctx->a.budget_s / 8.0 && k < ctx->a.iters) {
         k = k > ctx->a.iters / 4 ? ctx->a.iters : k * 4;
-        t = batch(ctx, op, k);
+        t = batch(ctx, ring, k);
     }
     double fit = t > 0.0 ? ctx->a.budget_s / (t / k) : (double)ctx->a.iters;
     int n = fit < (double)ctx->a.iters ? (int)fit : ctx->a.iters;
     return n < 5 ? (ctx->a.iters < 5 ? ctx->a.iters : 5) : n;
 }
 
-static void bench_op_shape(const bench_ctx_t *ctx, bench_op_t *op, size_t bytes, int inplace)
+static void bench_op_shape(const bench_ctx_t *ctx, bench_op_t *op, size_t bytes, int rank,
+                           int inplace, void *sendbuf, void *recvbuf)
 {
     memset(op, 0, sizeof(*op));
-    op->rank = ctx->rank;
+    op->rank = rank;
     op->nranks = ctx->nranks;
     op->dtype = ctx->a.dtype;
     op->redop = (ctx->coll->flags & BENCH_REDUCES) ? ctx->a.redop : HCCL_REDUCE_SUM;
     op->root = (uint32_t)ctx->a.root;
     op->esize = bench_dtype_size(ctx->a.dtype);
-    ctx->coll->shape(op, bytes / op->esize, ctx->sendbuf, ctx->recvbuf, inplace);
+    ctx->coll->shape(op, bytes / op->esize, sendbuf, recvbuf, inplace);
 }
 
-static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
+/* Distance between ring entries: whole pages from one page up, whole cache
+   lines below, so no two entries share a line. */
+static size_t bench_ring_stride(size_t bytes)
 {
-    const bench_coll_t *coll = ctx->coll;
-    bench_op_t op;
-    bench_op_shape(ctx, &op, bytes, ctx->a.inplace);
-    size_t elems = op.send_elems > op.recv_elems ? op.send_elems : op.recv_elems;
-    memset(row, 0, sizeof(*row));
-    row->size = elems * op.esize;
-    row->count = elems;
-    double factor = coll->bus_factor(ctx->nranks);
+    size_t unit = bytes >= 4096 ? 4096 : 64;
+    size_t s = (bytes + unit - 1) / unit * unit;
+    return s > 0 ? s : unit;
+}
 
-    row->iters = bench_calibrate(ctx, &op, bench_zccl_batch);
-    long rss0 = bench_probe_rss_kb();
-    double t = bench_zccl_batch(ctx, &op, row->iters) / row->iters;
-    long rss1 = bench_probe_rss_kb();
+void bench_ring_init(const bench_ctx_t *ctx, bench_ring_t *ring, size_t bytes, int inplace)
+{
+    bench_op_t op;
+    bench_op_shape(ctx, &op, bytes, ctx->rank, inplace, ctx->sendbuf, ctx->recvbuf);
+    memset(ring, 0, sizeof(*ring));
+    ring->bytes = bytes;
+    ring->inplace = inplace;
+    ring->n = 1;
+    if (!ctx->a.cold) {
+        return;
+    }
+    ring->sstride = bench_ring_stride(op.send_elems * op.esize);
+    ring->rstride = bench_ring_stride(op.recv_elems * op.esize);
+    size_t ns = ctx->send_cap / ring->sstride;
+    size_t nr = ctx->recv_cap / ring->rstride;
+    ring->n = ns < nr ? ns : nr;
+    if (ring->n == 0) {
+        ring->n = 1;
+    }
+}
+
+void bench_ring_op(const bench_ctx_t *ctx, const bench_ring_t *ring, size_t j, int rank,
+                   bench_op_t *op)
+{
+    j %= ring->n;
+    bench_op_shape(ctx, op, ring->bytes, rank, ring->inplace,
+                   (char *)ctx->sendbuf + j * ring->sstride,
+                   (char *)ctx->recvbuf + j * ring->rstride);
+}
+
+static void bench_measure_rss(bench_ctx_t *ctx, long rss0, long rss1, size_t size, int iters)
+{
     if (ctx->nsizes == 0) {
         ctx->rss_first_kb = rss1 - rss0;
     } else {
@@ -160,32 +216,69 @@ static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
         MPI_Reduce(r, m, 2, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
         if (ctx->rank == 0) {
             printf("# rss: size %zu: VmRSS %ld kB before, %ld kB after %d ops (max over ranks)\n",
-                   row->size, m[0], m[1], row->iters);
+                   size, m[0], m[1], iters);
         }
+    }
+}
+
+static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
+{
+    const bench_coll_t *coll = ctx->coll;
+    bench_ring_t ring;
+    bench_ring_init(ctx, &ring, bytes, ctx->a.inplace);
+    bench_op_t op;
+    bench_ring_op(ctx, &ring, 0, ctx->rank, &op);
+    size_t elems = op.send_elems > op.recv_elems ? op.send_elems : op.recv_elems;
+    memset(row, 0, sizeof(*row));
+    row->size = elems * op.esize;
+    row->count = elems;
+    row->ref_variant = -1;
+    double factor = coll->bus_factor(ctx->nranks);
+
+    row->iters = bench_calibrate(ctx, &ring, bench_zccl_batch);
+    bench_ring_t mring;
+    bench_ring_init(ctx, &mring, bytes, 0);
+    if (ctx->a.mpi) {
+        row->mpi_iters = bench_calibrate(ctx, &mring, bench_mpi_batch);
+        row->has_mpi = 1;
+    }
+    /* --repeat rounds of zccl, MPI and the reference, interleaved so a burst
+       of other load hits each alike; the best of each is kept. */
+    double t = 0.0;
+    double mt = 0.0;
+    for (int rep = 0; rep < ctx->a.repeat; rep++) {
+        long rss0 = bench_probe_rss_kb();
+        double z = bench_zccl_batch(ctx, &ring, row->iters) / row->iters;
+        if (rep == 0) {
+            bench_measure_rss(ctx, rss0, bench_probe_rss_kb(), row->size, row->iters);
+        }
+        t = rep == 0 || z < t ? z : t;
+        if (ctx->a.mpi) {
+            double m = bench_mpi_batch(ctx, &mring, row->mpi_iters) / row->mpi_iters;
+            mt = rep == 0 || m < mt ? m : mt;
+        }
+        bench_ref_measure(ctx, &ring, row, rep == 0);
     }
     row->time_us = t * 1e6;
     row->algbw = t > 0.0 ? (double)row->size / t / 1e9 : 0.0;
     row->busbw = row->algbw * factor;
-
-    if (ctx->a.check) {
-        bench_poison_recv(&op);
-        bench_fill_send(&op);
-        (void)bench_zccl_batch(ctx, &op, 1);
-        uint64_t wrong = bench_check_recv(coll, &op);
-        MPI_Allreduce(&wrong, &row->wrong, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-        ctx->wrong += row->wrong;
-    }
-
     if (ctx->a.mpi) {
-        bench_op_t mop;
-        bench_op_shape(ctx, &mop, bytes, 0);
-        row->mpi_iters = bench_calibrate(ctx, &mop, bench_mpi_batch);
-        double mt = bench_mpi_batch(ctx, &mop, row->mpi_iters) / row->mpi_iters;
-        row->has_mpi = 1;
         row->mpi_time_us = mt * 1e6;
         row->mpi_algbw = mt > 0.0 ? (double)row->size / mt / 1e9 : 0.0;
         row->mpi_busbw = row->mpi_algbw * factor;
     }
+
+    if (ctx->a.check) {
+        bench_ring_t one = ring;
+        one.n = 1;
+        bench_poison_recv(&op);
+        bench_fill_send(&op);
+        (void)bench_zccl_batch(ctx, &one, 1);
+        uint64_t wrong = bench_check_recv(coll, &op);
+        MPI_Allreduce(&wrong, &row->wrong, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+        ctx->wrong += row->wrong;
+    }
+    bench_ref_check_row(ctx, &ring, row);
 }
 
 /* Before the sweep, as nccl-tests does: a few ops at the largest size and
@@ -197,12 +290,12 @@ static void bench_prewarm(bench_ctx_t *ctx)
     size_t sizes[2] = {ctx->a.max_bytes, ctx->a.min_bytes};
     int iters[2] = {big > 0 ? big : 1, ctx->a.warmup > 0 ? ctx->a.warmup : 1};
     for (int k = 0; k < 2; k++) {
-        bench_op_t op;
-        bench_op_shape(ctx, &op, sizes[k], ctx->a.inplace);
-        (void)bench_zccl_batch(ctx, &op, iters[k]);
+        bench_ring_t ring;
+        bench_ring_init(ctx, &ring, sizes[k], ctx->a.inplace);
+        (void)bench_zccl_batch(ctx, &ring, iters[k]);
         if (ctx->a.mpi) {
-            bench_op_shape(ctx, &op, sizes[k], 0);
-            (void)bench_mpi_batch(ctx, &op, iters[k]);
+            bench_ring_init(ctx, &ring, sizes[k], 0);
+            (void)bench_mpi_batch(ctx, &ring, iters[k]);
         }
     }
 }
@@ -212,16 +305,36 @@ static const char *bench_path_name(const bench_ctx_t *ctx)
     return ctx->a.zero_copy ? "zero-copy" : "buffered";
 }
 
+static const char *bench_mode_name(const bench_ctx_t *ctx)
+{
+    return ctx->a.blocking ? "blocking" : "queued";
+}
+
+static const char *bench_cache_name(const bench_ctx_t *ctx)
+{
+    return ctx->a.cold ? "cold" : "reuse";
+}
+
+/* Who ran: gathered to rank 0 for the header. */
+typedef struct bench_ident {
+    int pid;
+    int device;
+    char host[64];
+} bench_ident_t;
+
+static void bench_print_ranks(const bench_ctx_t *ctx, const bench_ident_t *all)
+{
+    for (int r = 0; r < ctx->nranks; r++) {
+        printf("#  Rank %2d Pid %7d on %10s device %2d\n", r, all[r].pid, all[r].host,
+               all[r].device);
+    }
+}
+
 static void bench_print_header(const bench_ctx_t *ctx)
 {
     const bench_coll_t *coll = ctx->coll;
     const bench_args_t *a = &ctx->a;
-    /* Every rank's identity, gathered to rank 0. */
-    struct {
-        int pid;
-        int device;
-        char host[64];
-    } me, *all = NULL;
+    bench_ident_t me, *all = NULL;
     memset(&me, 0, sizeof(me));
     me.pid = (int)getpid();
     me.device = ctx->device;
@@ -241,60 +354,88 @@ static void bench_print_header(const bench_ctx_t *ctx)
     if (coll->flags & BENCH_ROOTED) {
         snprintf(root, sizeof(root), ", root %d", a->root);
     }
-    printf("# zccl %s: %d ranks, %s path (%s), %s %s, %s%s, iters %d%s, warmup %d, check %s, "
+    printf("# zccl %s %s: %d ranks, %s path (%s), %s %s, %s%s, iters %d%s, warmup %d, check %s, "
            "MPI baseline %s\n",
-           coll->tool, ctx->nranks, bench_path_name(ctx),
+           coll->tool, ZCCL_BENCH_VERSION, ctx->nranks, bench_path_name(ctx),
            a->zero_copy ? "activated memory" : "aclrtMalloc buffers", bench_dtype_name(a->dtype),
            (coll->flags & BENCH_REDUCES) ? bench_redop_name(a->redop) : "",
            a->inplace ? "in place" : "out of place", root, a->iters,
            a->budget_s > 0.0 ? " (or fewer, --budget)" : "", a->warmup, a->check ? "on" : "off",
            a->mpi ? coll->mpi_name : "off");
-    for (int r = 0; r < ctx->nranks; r++) {
-        printf("#  Rank %2d Pid %7d on %10s device %2d\n", r, all[r].pid, all[r].host,
-               all[r].device);
-    }
+    printf("# mode: %s (%s), buffers %s (%s)\n", bench_mode_name(ctx),
+           a->blocking ? "aclrtSynchronizeStream after every op"
+                       : "ops queued back to back, one synchronize per batch",
+           bench_cache_name(ctx),
+           a->cold ? "a ring of buffers past twice the last-level cache per buffer"
+                   : "the same buffers for every op of a size");
+    bench_print_ranks(ctx, all);
     free(all);
-    printf("# memory bound: copy bandwidth %.2f GB/s (read + write, memcpy on all %d ranks at "
-           "once); %s moves >= %s bytes -> bound busbw %.2f GB/s\n",
-           ctx->copy_bw / 1e9, ctx->nranks, coll->name, coll->traffic_text, ctx->bound_busbw);
+    if (ctx->ref.ok) {
+        printf("# reference: the ideal %s kernel on raw shared memory in the same run (best of "
+               "its variants, see bench_ref.c); %%ref = reference time / zccl time\n",
+               coll->name);
+    } else {
+        printf("# reference: none for this tool, type or reduction ('-' below)\n");
+    }
     if (a->hccl_format) {
-        printf("data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:%s\n",
+        printf("data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result: | "
+               "ref_time(us): | ref_percent:%s\n",
                a->mpi ? " | mpi_time(us): | mpi_bandwidth(GB/s):" : "");
         return;
     }
-    printf("#\n#%60s zccl %-9s %30s\n", "", bench_path_name(ctx), a->mpi ? coll->mpi_name : "");
-    printf("# %10s %12s %8s %6s %5s %10s %7s %7s %6s %6s%s\n", "size", "count", "type", "redop",
-           "root", "time", "algbw", "busbw", "#wrong", "%bound",
+    printf("#\n#%60s zccl %-9s %-8s %20s %28s\n", "", bench_path_name(ctx), bench_mode_name(ctx),
+           "reference", a->mpi ? coll->mpi_name : "");
+    printf("# %10s %12s %8s %6s %5s %10s %7s %7s %6s %10s %6s %-9s%s\n", "size", "count", "type",
+           "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "%ref", "variant",
            a->mpi ? "       time   busbw  speedup" : "");
-    printf("# %10s %12s %8s %6s %5s %10s %7s %7s %6s %6s%s\n", "(B)", "(elements)", "", "", "",
-           "(us)", "(GB/s)", "(GB/s)", "", "(%)", a->mpi ? "       (us)  (GB/s)      (x)" : "");
+    printf("# %10s %12s %8s %6s %5s %10s %7s %7s %6s %10s %6s %-9s%s\n", "(B)", "(elements)", "",
+           "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(%)", "",
+           a->mpi ? "       (us)  (GB/s)      (x)" : "");
     fflush(stdout);
+}
+
+static double bench_ref_pct(const bench_row_t *row)
+{
+    return row->ref_variant >= 0 && row->time_us > 0.0 ? row->ref_us / row->time_us * 100.0 : -1.0;
+}
+
+static void bench_print_csv(bench_ctx_t *ctx, const bench_row_t *row)
+{
+    const bench_coll_t *coll = ctx->coll;
+    double pct = bench_ref_pct(row);
+    fprintf(ctx->csv, "%s,%s,%d,%s,%d,%s,%s,%zu,%zu,%s,%s,%d,%d,%.3f,%.4f,%.4f,%llu,", coll->tool,
+            coll->name, ctx->nranks, bench_path_name(ctx), ctx->a.inplace, bench_cache_name(ctx),
+            bench_mode_name(ctx), row->size, row->count, bench_dtype_name(ctx->a.dtype),
+            (coll->flags & BENCH_REDUCES) ? bench_redop_name(ctx->a.redop) : "none",
+            (coll->flags & BENCH_ROOTED) ? ctx->a.root : -1, row->iters, row->time_us, row->algbw,
+            row->busbw, (unsigned long long)row->wrong);
+    if (pct >= 0.0) {
+        fprintf(ctx->csv, "%.3f,%.2f,%s,", row->ref_us, pct, bench_ref_name(row->ref_variant));
+    } else {
+        fprintf(ctx->csv, ",,,");
+    }
+    if (row->has_mpi) {
+        fprintf(ctx->csv, "%d,%.3f,%.4f,%.4f\n", row->mpi_iters, row->mpi_time_us, row->mpi_algbw,
+                row->mpi_busbw);
+    } else {
+        fprintf(ctx->csv, ",,,\n");
+    }
+    fflush(ctx->csv);
 }
 
 static void bench_print_row(bench_ctx_t *ctx, const bench_row_t *row)
 {
     const bench_coll_t *coll = ctx->coll;
-    double frac = ctx->bound_busbw > 0.0 ? row->busbw / ctx->bound_busbw * 100.0 : 0.0;
+    double pct = bench_ref_pct(row);
     if (ctx->csv != NULL) {
-        fprintf(ctx->csv, "%s,%s,%d,%s,%d,%zu,%zu,%s,%s,%d,%d,%.3f,%.4f,%.4f,%llu,%.4f,",
-                coll->tool, coll->name, ctx->nranks, bench_path_name(ctx), ctx->a.inplace,
-                row->size, row->count, bench_dtype_name(ctx->a.dtype),
-                (coll->flags & BENCH_REDUCES) ? bench_redop_name(ctx->a.redop) : "none",
-                (coll->flags & BENCH_ROOTED) ? ctx->a.root : -1, row->iters, row->time_us,
-                row->algbw, row->busbw, (unsigned long long)row->wrong, ctx->bound_busbw);
-        if (row->has_mpi) {
-            fprintf(ctx->csv, "%d,%.3f,%.4f,%.4f\n", row->mpi_iters, row->mpi_time_us,
-                    row->mpi_algbw, row->mpi_busbw);
-        } else {
-            fprintf(ctx->csv, ",,,\n");
-        }
-        fflush(ctx->csv);
+        bench_print_csv(ctx, row);
     }
     if (ctx->a.hccl_format) {
-        printf("%16zu %16.2f %20.5f %20s", row->size, row->time_us, row->algbw,
+        printf("%16zu %16.2f %20.5f %20s %16.2f %12.1f", row->size, row->time_us, row->algbw,
                !ctx->a.check     ? "NULL"
                : row->wrong == 0 ? "success"
-                                 : "failed");
+                                 : "failed",
+               row->ref_us, pct);
         if (row->has_mpi) {
             printf(" %16.2f %20.5f", row->mpi_time_us, row->mpi_algbw);
         }
@@ -302,11 +443,16 @@ static void bench_print_row(bench_ctx_t *ctx, const bench_row_t *row)
         fflush(stdout);
         return;
     }
-    printf("  %10zu %12zu %8s %6s %5d %10.2f %7.2f %7.2f %6llu %6.1f", row->size, row->count,
+    printf("  %10zu %12zu %8s %6s %5d %10.2f %7.2f %7.2f %6llu", row->size, row->count,
            bench_dtype_name(ctx->a.dtype),
            (coll->flags & BENCH_REDUCES) ? bench_redop_name(ctx->a.redop) : "none",
            (coll->flags & BENCH_ROOTED) ? ctx->a.root : -1, row->time_us, row->algbw, row->busbw,
-           (unsigned long long)row->wrong, frac);
+           (unsigned long long)row->wrong);
+    if (pct >= 0.0) {
+        printf(" %10.2f %6.1f %-9s", row->ref_us, pct, bench_ref_name(row->ref_variant));
+    } else {
+        printf(" %10s %6s %-9s", "-", "-", "-");
+    }
     if (row->has_mpi) {
         printf(" %10.2f %7.2f %8.2f", row->mpi_time_us, row->mpi_busbw,
                row->time_us > 0.0 ? row->mpi_time_us / row->time_us : 0.0);
@@ -337,8 +483,15 @@ static void bench_print_footer(bench_ctx_t *ctx)
         printf("   (%s: %.4f)", coll->mpi_name, ctx->mpi_busbw_sum / ctx->nmpi);
     }
     printf("\n");
-    printf("# Memory bound         : %.2f GB/s busbw; zccl reaches %.1f %% of it at %zu bytes\n",
-           ctx->bound_busbw, ctx->last_fraction * 100.0, ctx->last_size);
+    if (ctx->ref_pct_min >= 0.0) {
+        printf("# Reference            : zccl's lowest %%ref from 1 MiB up: %.1f %% at %zu bytes\n",
+               ctx->ref_pct_min, ctx->ref_pct_min_size);
+    }
+    if (ctx->ref_over > 0) {
+        printf("# WARNING: %d row(s) above 105 %% of the reference: the reference is not ideal "
+               "there (bench_ref.c)\n",
+               ctx->ref_over);
+    }
     printf("# VmRSS                : %+ld kB over zccl's later timed batches, %+ld kB over the "
            "first (max over ranks); %llu zccl ops on this rank; rank 0 at %ld kB (%ld kB at "
            "start)\n",
@@ -354,24 +507,24 @@ static void bench_print_footer(bench_ctx_t *ctx)
     fflush(stdout);
 }
 
+static void bench_open_csv(bench_ctx_t *ctx)
+{
+    ctx->csv = fopen(ctx->a.csv, "w");
+    if (ctx->csv == NULL) {
+        fprintf(stderr, "%s: cannot write --csv %s\n", ctx->coll->tool, ctx->a.csv);
+        return;
+    }
+    fprintf(ctx->csv, "tool,op,nranks,path,inplace,cache,mode,size,count,type,redop,root,iters,"
+                      "time_us,algbw,busbw,wrong,ref_time_us,ref_pct,ref_variant,mpi_iters,"
+                      "mpi_time_us,mpi_algbw,mpi_busbw\n");
+}
+
 void bench_run_sweep(bench_ctx_t *ctx)
 {
-    const bench_coll_t *coll = ctx->coll;
-    /* The traffic model is linear in S, so the bound busbw is one number. */
-    double s_ref = 1048576.0;
-    double traffic = coll->traffic(s_ref, ctx->nranks);
-    ctx->bound_busbw =
-        traffic > 0.0 ? s_ref * ctx->copy_bw / traffic * coll->bus_factor(ctx->nranks) / 1e9 : 0.0;
     ctx->rss_start_kb = bench_probe_rss_kb();
+    ctx->ref_pct_min = -1.0;
     if (ctx->rank == 0 && ctx->a.csv != NULL) {
-        ctx->csv = fopen(ctx->a.csv, "w");
-        if (ctx->csv == NULL) {
-            fprintf(stderr, "%s: cannot write --csv %s\n", coll->tool, ctx->a.csv);
-        } else {
-            fprintf(ctx->csv, "tool,op,nranks,path,inplace,size,count,type,redop,root,iters,"
-                              "time_us,algbw,busbw,wrong,bound_busbw,mpi_iters,mpi_time_us,"
-                              "mpi_algbw,mpi_busbw\n");
-        }
+        bench_open_csv(ctx);
     }
     bench_print_header(ctx);
     bench_prewarm(ctx);
@@ -388,8 +541,15 @@ void bench_run_sweep(bench_ctx_t *ctx)
             ctx->mpi_busbw_sum += row.mpi_busbw;
             ctx->nmpi++;
         }
-        ctx->last_size = row.size;
-        ctx->last_fraction = ctx->bound_busbw > 0.0 ? row.busbw / ctx->bound_busbw : 0.0;
+        double pct = bench_ref_pct(&row);
+        if (pct > 105.0) {
+            ctx->ref_over++;
+        }
+        if (pct >= 0.0 && row.size >= ((size_t)1 << 20) &&
+            (ctx->ref_pct_min < 0.0 || pct < ctx->ref_pct_min)) {
+            ctx->ref_pct_min = pct;
+            ctx->ref_pct_min_size = row.size;
+        }
         size_t next = ctx->a.factor > 1.0 ? (size_t)((double)bytes * ctx->a.factor)
                                           : bytes + ctx->a.step_bytes;
         if (next <= bytes || next > ctx->a.max_bytes) {

@@ -3,9 +3,9 @@
  *
  * HcclBroadcast works in place on one buffer (the root's data replaces every
  * other rank's), so -I makes no difference. Size S = the buffer's bytes;
- * busbw = algbw. Traffic model (see bench_probe.c): N-1 ranks' buffers are
- * written (N-1)*S bytes, each byte read once from the root's or a copy,
- * at least 2*(N-1)*S bytes per op.
+ * busbw = algbw. Reference (see bench_ref.c): every rank
+ * but the root copies the root's buffer into its own, cached or streaming
+ * stores.
  */
 #include "harness.h"
 
@@ -26,11 +26,6 @@ static double bc_bus_factor(int nranks)
     return 1.0;
 }
 
-static double bc_traffic(double size, int nranks)
-{
-    return 2.0 * (nranks - 1) * size;
-}
-
 static HcclResult bc_run(const bench_op_t *op, HcclComm comm, aclrtStream stream)
 {
     return HcclBroadcast(op->recv, op->count, (HcclDataType)op->dtype, op->root, comm, stream);
@@ -42,6 +37,15 @@ static int bc_expect(const bench_op_t *op, size_t i, double *value)
     return 1;
 }
 
+/* Reference kernel: pull the root's buffer. */
+static void bc_ref(const bench_ref_args_t *r)
+{
+    const bench_op_t *op = r->op;
+    if (op->rank != (int)op->root) {
+        bench_ref_copy(r->out[op->rank], r->in[op->root], op->count * op->esize, r->nt);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const bench_coll_t coll = {
@@ -49,13 +53,12 @@ int main(int argc, char **argv)
         .name = "Broadcast",
         .mpi_name = "MPI_Bcast",
         .flags = BENCH_ROOTED,
-        .traffic_text = "2*(N-1)*S",
         .shape = bc_shape,
         .bus_factor = bc_bus_factor,
-        .traffic = bc_traffic,
         .run = bc_run,
         .run_mpi = bench_mpi_broadcast,
         .expect = bc_expect,
+        .ref = bc_ref,
     };
     return bench_main(argc, argv, &coll);
 }

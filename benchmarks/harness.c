@@ -1,15 +1,19 @@
 /*
  * The harness's set up and tear down: options, MPI + ACL + communicator
  * bring-up in the CANN order, the buffers (activated zero-copy memory or
- * plain aclrtMalloc), the copy probe; bench_run.c does the sweep.
+ * plain aclrtMalloc, as large as the biggest op or, with --cold 1, the cold
+ * pool), the reference's shared memory; bench_run.c does the sweep.
  *
  * Options (nccl-tests' and HCCL's test tool's, which agree where they
  * overlap): -b min bytes, -e max bytes, -f factor, -i step bytes, -n iters,
  * -w warm-up iters, -c check, -d type, -o reduction, -r root, -z zero copy,
  * -p ranks expected (HCCL's), plus -m MPI baseline, -I in place,
- * --format nccl|hccl, --csv FILE, --rss, --budget MS.
+ * --blocking 0|1, --cold 0|1, --repeat R, --format nccl|hccl, --csv FILE, --rss,
+ * --budget MS, --version, --help (the last two need no mpirun).
  */
 #include "bench_ctx.h"
+
+#define ZCCL_BENCH_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 #include <getopt.h>
 #include <limits.h>
@@ -75,9 +79,9 @@ static int bench_parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
-static void bench_usage(const char *tool)
+static void bench_usage(FILE *f, const char *tool)
 {
-    fprintf(stderr,
+    fprintf(f,
             "usage: mpirun -np N %s [options]\n"
             "  -b BYTES   smallest size (K/M/G suffixes; default 8)\n"
             "  -e BYTES   largest size (default 64M)\n"
@@ -97,16 +101,46 @@ static void bench_usage(const char *tool)
             "  --format nccl|hccl  table layout (default nccl)\n"
             "  --csv FILE          also write the rows as CSV (rank 0)\n"
             "  --rss               print VmRSS around every timed batch\n"
-            "  --budget MS         cut iterations so a batch lasts about MS ms (min 5)\n",
+            "  --budget MS         cut iterations so a batch lasts about MS ms (min 5)\n"
+            "  --blocking 0|1      1: synchronize the stream after every op (op + sync latency)\n"
+            "  --cold 0|1          1: rotate through buffers past the last-level cache, so no\n"
+            "                      op finds its data cached (0: reuse the same buffers)\n"
+            "  --repeat R          R interleaved timed rounds of zccl, MPI and the reference\n"
+            "                      per size, the best of each kept (default 1)\n"
+            "  --version           print the version and exit\n"
+            "  --help              print this text and exit\n"
+            "Every row also times the reference (the ideal kernel for the collective on raw\n"
+            "shared memory, best of its variants) and prints %%ref = its time / zccl's.\n",
             tool);
+}
+
+/* "-n" or "--blocking": how the user spelled option c. */
+static const char *bench_opt_name(const struct option *longopts, int c)
+{
+    static char buf[48];
+    for (const struct option *o = longopts; o->name != NULL; o++) {
+        if (o->val == c) {
+            snprintf(buf, sizeof(buf), "--%s", o->name);
+            return buf;
+        }
+    }
+    snprintf(buf, sizeof(buf), "-%c", c);
+    return buf;
 }
 
 static int bench_parse_args(int argc, char **argv, const bench_coll_t *coll, bench_args_t *a)
 {
     static const struct option longopts[] = {
-        {"format", required_argument, NULL, 'F'}, {"csv", required_argument, NULL, 'C'},
-        {"rss", no_argument, NULL, 'R'},          {"budget", required_argument, NULL, 'B'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"format", required_argument, NULL, 'F'},
+        {"csv", required_argument, NULL, 'C'},
+        {"rss", no_argument, NULL, 'R'},
+        {"budget", required_argument, NULL, 'B'},
+        {"blocking", required_argument, NULL, 'K'},
+        {"cold", required_argument, NULL, 'L'},
+        {"repeat", required_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
     };
     *a = (bench_args_t){.min_bytes = 8,
                         .max_bytes = 64u << 20,
@@ -116,7 +150,8 @@ static int bench_parse_args(int argc, char **argv, const bench_coll_t *coll, ben
                         .check = 1,
                         .dtype = HCCL_DATA_TYPE_FP32,
                         .redop = HCCL_REDUCE_SUM,
-                        .zero_copy = 1};
+                        .zero_copy = 1,
+                        .repeat = 1};
     int c;
     int fset = 0;
     while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:z:m:I:p:h", longopts, NULL)) != -1) {
@@ -178,6 +213,15 @@ static int bench_parse_args(int argc, char **argv, const bench_coll_t *coll, ben
         case 'R':
             a->rss = 1;
             break;
+        case 'K':
+            bad = bench_parse_int(optarg, 0, 1, &a->blocking);
+            break;
+        case 'L':
+            bad = bench_parse_int(optarg, 0, 1, &a->cold);
+            break;
+        case 'P':
+            bad = bench_parse_int(optarg, 1, 1000, &a->repeat);
+            break;
         case 'B': {
             int ms = 0;
             bad = bench_parse_int(optarg, 1, INT_MAX, &ms);
@@ -188,7 +232,8 @@ static int bench_parse_args(int argc, char **argv, const bench_coll_t *coll, ben
             return -1;
         }
         if (bad) {
-            fprintf(stderr, "%s: bad value '%s' for option -%c\n", coll->tool, optarg, c);
+            fprintf(stderr, "%s: bad value '%s' for option %s\n", coll->tool, optarg,
+                    bench_opt_name(longopts, c));
             return -1;
         }
     }
@@ -244,6 +289,37 @@ static void bench_alloc_zero_copy(bench_ctx_t *ctx)
     ctx->recvbuf = (char *)ctx->va + send_round;
 }
 
+/* The last-level cache in bytes as the kernel reports it (sysconf's figure
+   can be the host's in a VM); 32 MiB when unknown. */
+static size_t bench_llc_bytes(void)
+{
+    size_t best = 0;
+    for (int i = 0; i < 8; i++) {
+        char path[80];
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        FILE *f = fopen(path, "r");
+        if (f == NULL) {
+            break;
+        }
+        unsigned long kb = 0;
+        if (fscanf(f, "%luK", &kb) == 1 && (size_t)kb * 1024 > best) {
+            best = (size_t)kb * 1024;
+        }
+        fclose(f);
+    }
+    if (best == 0) {
+        long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        best = l3 > 0 ? (size_t)l3 : (size_t)32 << 20;
+    }
+    return best;
+}
+
+/* Bytes of each buffer pool in cold mode: twice the last-level cache. */
+static size_t bench_cold_pool(void)
+{
+    return 2 * bench_llc_bytes();
+}
+
 static void bench_alloc(bench_ctx_t *ctx)
 {
     bench_op_t op = {.rank = ctx->rank,
@@ -253,8 +329,11 @@ static void bench_alloc(bench_ctx_t *ctx)
                      .root = (uint32_t)ctx->a.root,
                      .esize = bench_dtype_size(ctx->a.dtype)};
     ctx->coll->shape(&op, ctx->a.max_bytes / op.esize, NULL, NULL, 0);
-    ctx->send_cap = op.send_elems * op.esize > 0 ? op.send_elems * op.esize : op.esize;
-    ctx->recv_cap = op.recv_elems * op.esize > 0 ? op.recv_elems * op.esize : op.esize;
+    ctx->send_span = op.send_elems * op.esize;
+    ctx->recv_span = op.recv_elems * op.esize;
+    size_t floor = ctx->a.cold ? bench_cold_pool() : op.esize;
+    ctx->send_cap = ZCCL_BENCH_MAX(ctx->send_span, floor);
+    ctx->recv_cap = ZCCL_BENCH_MAX(ctx->recv_span, floor);
     if (ctx->a.zero_copy) {
         bench_alloc_zero_copy(ctx);
     } else {
@@ -263,7 +342,8 @@ static void bench_alloc(bench_ctx_t *ctx)
     }
     /* Touch every page now (valid numbers in send, zeros in recv), so neither
        page faults nor denormals are timed. */
-    ctx->coll->shape(&op, ctx->a.max_bytes / op.esize, ctx->sendbuf, ctx->recvbuf, 0);
+    op.send = ctx->sendbuf;
+    op.send_elems = ctx->send_cap / op.esize;
     bench_fill_send(&op);
     memset(ctx->recvbuf, 0, ctx->recv_cap);
 }
@@ -311,6 +391,7 @@ static void bench_setup(bench_ctx_t *ctx)
 
 static void bench_teardown(bench_ctx_t *ctx)
 {
+    bench_ref_close(ctx);
     bench_free(ctx);
     BENCH_HCCL(ctx, HcclCommDestroy(ctx->comm));
     BENCH_ACL(ctx, aclrtDestroyStream(ctx->stream));
@@ -323,12 +404,23 @@ int bench_main(int argc, char **argv, const bench_coll_t *coll)
     bench_ctx_t ctx;
     memset(&ctx, 0, sizeof(ctx));
     ctx.coll = coll;
+    /* --help and --version answer without MPI (and without mpirun). */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            bench_usage(stdout, coll->tool);
+            return 0;
+        }
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("%s (zccl) %s\n", coll->tool, ZCCL_BENCH_VERSION);
+            return 0;
+        }
+    }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ctx.nranks);
     if (bench_parse_args(argc, argv, coll, &ctx.a) != 0) {
         if (ctx.rank == 0) {
-            bench_usage(coll->tool);
+            bench_usage(stderr, coll->tool);
         }
         MPI_Finalize();
         return 2;
@@ -361,9 +453,10 @@ int bench_main(int argc, char **argv, const bench_coll_t *coll)
     }
     bench_setup(&ctx);
     bench_alloc(&ctx);
-    /* 64 MiB per rank is past any last-level cache this tool will meet; the
-       best of 10 rounds rides out other processes' bursts on a shared host. */
-    ctx.copy_bw = bench_probe_copy_bw(MPI_COMM_WORLD, (size_t)64 << 20, 10);
+    if (bench_ref_usable(&ctx) && bench_ref_open(&ctx) != 0 && ctx.rank == 0) {
+        fprintf(stderr, "%s: no reference this run (its shared memory could not be mapped)\n",
+                coll->tool);
+    }
     bench_run_sweep(&ctx);
     bench_teardown(&ctx);
     int status = ctx.wrong != 0 ? 1 : 0;

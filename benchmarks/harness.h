@@ -3,21 +3,26 @@
  *
  * Each tool (all_reduce_perf.c, ...) describes one collective in a bench_coll_t:
  * how a message size maps to counts and buffers, how to launch it on zccl and
- * on MPI, what every output element must hold, the bus-bandwidth factor and the
- * minimal memory traffic of one op. bench_main() does the rest, the same way
- * for every tool, exactly as a CANN program would:
+ * on MPI, what every output element must hold, the bus-bandwidth factor and
+ * the reference kernel (bench_ref.c) that gives the limit zccl is held to.
+ * bench_main() does the rest, the same way for every tool, exactly as a CANN
+ * program would:
  *
  *   MPI_Init; aclInit; aclrtSetDevice(rank % devices); aclrtCreateStream;
  *   rank 0 HcclGetRootInfo, MPI_Bcast of the root info, HcclCommInitRootInfo;
- *   buffers for the largest size, once: activated memory (-z 1: reserve, map
- *   physical memory, HcclCommSetMemoryRange, HcclCommActivateCommMemory) or
- *   plain aclrtMalloc (-z 0, the buffered path through the CCL buffer);
- *   the STREAM-like copy probe that gives the memory-bandwidth bound;
- *   per size: warm-up, a timed batch (ops enqueued back to back on the stream,
- *   one aclrtSynchronizeStream per batch, time = max over ranks / iterations),
- *   a checked run, then the same for the matching MPI collective with -m 1.
+ *   buffers for the largest size (or the cold-cache pool), once: activated
+ *   memory (-z 1: reserve, map physical memory, HcclCommSetMemoryRange,
+ *   HcclCommActivateCommMemory) or plain aclrtMalloc (-z 0, the buffered
+ *   path through the CCL buffer); the reference's shared mapping of the
+ *   same layout;
+ *   per size: warm-up, a timed batch (ops enqueued back to back on the
+ *   stream and one aclrtSynchronizeStream per batch, or with --blocking 1 a
+ *   synchronize after every op; time = max over ranks / iterations), a
+ *   checked run, the matching MPI collective with -m 1, and the reference
+ *   kernel's variants on the same sizes (its best time is the limit).
  *
- * MPI does only two things: broadcast the root info and run the baseline.
+ * MPI does only three things: broadcast the root info, run the baseline and
+ * start / time the batches (it never carries the reference's data).
  */
 #ifndef BENCH_HARNESS_H
 #define BENCH_HARNESS_H
@@ -29,6 +34,8 @@
 
 #include "acl/acl.h"
 #include "hccl/hccl.h"
+
+struct bench_ref_args;
 
 /** One op as launched: the same description drives zccl, MPI and the check. */
 typedef struct bench_op {
@@ -50,6 +57,7 @@ enum {
     BENCH_REDUCES = 1u << 0,    /**< takes a reduction (-o) */
     BENCH_ROOTED = 1u << 1,     /**< takes a root (-r) */
     BENCH_NO_INPLACE = 1u << 2, /**< has no in-place form (-I 1 refused) */
+    BENCH_REF_SPREAD = 1u << 3, /**< ref has a form writing peers' outputs too */
 };
 
 /** What one tool tells the harness about its collective. */
@@ -58,8 +66,6 @@ typedef struct bench_coll {
     const char *name;     /**< HCCL name, e.g. "AllReduce" */
     const char *mpi_name; /**< baseline, e.g. "MPI_Allreduce" */
     unsigned flags;       /**< BENCH_REDUCES | BENCH_ROOTED | BENCH_NO_INPLACE */
-    /** Text of the traffic model, e.g. "2*N*S" (S = the size column). */
-    const char *traffic_text;
     /**
      * Set op->count, send_elems, recv_elems, send and recv for a message of
      * `elems` elements of the size column (rounded down to what the collective
@@ -68,14 +74,14 @@ typedef struct bench_coll {
     void (*shape)(bench_op_t *op, size_t elems, void *sendbuf, void *recvbuf, int inplace);
     /** busbw = algbw * bus_factor(nranks) (nccl-tests' definitions). */
     double (*bus_factor)(int nranks);
-    /** Minimal bytes all ranks together read plus write in one op of size S. */
-    double (*traffic)(double size_bytes, int nranks);
     /** Launch the op on the stream (asynchronous). */
     HcclResult (*run)(const bench_op_t *op, HcclComm comm, aclrtStream stream);
     /** Run the matching MPI collective (blocking); returns an MPI error code. */
     int (*run_mpi)(const bench_op_t *op, MPI_Comm comm);
     /** Value recv element i must hold after the op; 0 when it is not checked. */
     int (*expect)(const bench_op_t *op, size_t i, double *value);
+    /** The reference kernel (see bench_ref.c); NULL: no reference. */
+    void (*ref)(const struct bench_ref_args *r);
 } bench_coll_t;
 
 /**
@@ -142,13 +148,39 @@ int bench_mpi_reduce(const bench_op_t *op, MPI_Comm comm);
 int bench_mpi_alltoall(const bench_op_t *op, MPI_Comm comm);
 int bench_mpi_sendrecv(const bench_op_t *op, MPI_Comm comm);
 
-/* ---- probes (bench_probe.c) ------------------------------------------------------ */
+/* ---- the reference kernels' building blocks (bench_ref_kern.c) ------------------ */
+
+/** Most ranks the reference runs with (kernels keep per-rank arrays on the stack). */
+#define BENCH_REF_MAX_RANKS 256
+
+/** What a tool's reference kernel gets for one op. */
+typedef struct bench_ref_args {
+    const bench_op_t *op;  /**< the op's shape (counts, type, reduction, root) */
+    const void *const *in; /**< in[q]: rank q's input, mapped in this process */
+    void *const *out;      /**< out[q]: rank q's output, mapped in this process */
+    int own_only;          /**< 1: write only out[rank] (reads any in[q]) */
+    int nt;                /**< 1: non-temporal stores, 0: cached stores */
+} bench_ref_args_t;
+
+/** Copy bytes; nt: streaming stores for the 64-byte-aligned body (fenced by
+ *  the reference's next barrier). */
+void bench_ref_copy(void *dst, const void *src, size_t bytes, int nt);
+
+/** 1 when bench_ref_reduce handles (dtype, redop): fp32, fp64, int32, int64. */
+int bench_ref_reducible(int dtype, int redop);
 
 /**
- * STREAM-like copy probe run by every rank at once: returns the aggregate
- * copy bandwidth of the machine in bytes read plus written per second.
+ * Reduce src[0..nsrc) at byte offset src_off, count elements, in rank order,
+ * one L1-sized block at a time, and write each block to every dst[0..ndst)
+ * at byte offset dst_off (cached or streaming stores).
  */
-double bench_probe_copy_bw(MPI_Comm comm, size_t bytes, int reps);
+void bench_ref_reduce(void *const *dst, int ndst, size_t dst_off, const void *const *src, int nsrc,
+                      size_t src_off, size_t count, int dtype, int redop, int nt);
+
+/** Slice r of n over count elements of es bytes, in whole 64-byte lines. */
+void bench_ref_slice(size_t count, int n, int r, size_t es, size_t *off, size_t *len);
+
+/* ---- probes (bench_probe.c) ------------------------------------------------------ */
 
 /** This process's resident set size in kB (VmRSS), or -1 when unreadable. */
 long bench_probe_rss_kb(void);

@@ -2,9 +2,9 @@
  * reduce_scatter_perf: HcclReduceScatter against MPI_Reduce_scatter_block.
  *
  * Size S = the bytes of each rank's input (N blocks of S/N; rank r receives
- * the reduction of every rank's block r). busbw = algbw * (N-1)/N. Traffic
- * model (see bench_probe.c): every input byte is read once (N*S) and every
- * output byte written once (N outputs of S/N), at least (N+1)*S bytes per op.
+ * the reduction of every rank's block r). busbw = algbw * (N-1)/N.
+ * Reference (see bench_ref.c): rank r reduces block r of every input into
+ * its output, one L1 block at a time, cached or streaming stores.
  */
 #include "harness.h"
 
@@ -24,11 +24,6 @@ static double rs_bus_factor(int nranks)
     return (double)(nranks - 1) / nranks;
 }
 
-static double rs_traffic(double size, int nranks)
-{
-    return (nranks + 1.0) * size;
-}
-
 static HcclResult rs_run(const bench_op_t *op, HcclComm comm, aclrtStream stream)
 {
     return HcclReduceScatter(op->send, op->recv, op->count, (HcclDataType)op->dtype,
@@ -41,6 +36,15 @@ static int rs_expect(const bench_op_t *op, size_t i, double *value)
     return 1;
 }
 
+/* Reference kernel: reduce my block of every input. */
+static void rs_ref(const bench_ref_args_t *r)
+{
+    const bench_op_t *op = r->op;
+    size_t off = (size_t)op->rank * op->count * op->esize;
+    bench_ref_reduce(&r->out[op->rank], 1, 0, r->in, op->nranks, off, op->count, op->dtype,
+                     op->redop, r->nt);
+}
+
 int main(int argc, char **argv)
 {
     static const bench_coll_t coll = {
@@ -48,13 +52,12 @@ int main(int argc, char **argv)
         .name = "ReduceScatter",
         .mpi_name = "MPI_Reduce_scatter_block",
         .flags = BENCH_REDUCES,
-        .traffic_text = "(N+1)*S",
         .shape = rs_shape,
         .bus_factor = rs_bus_factor,
-        .traffic = rs_traffic,
         .run = rs_run,
         .run_mpi = bench_mpi_reduce_scatter,
         .expect = rs_expect,
+        .ref = rs_ref,
     };
     return bench_main(argc, argv, &coll);
 }

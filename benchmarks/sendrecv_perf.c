@@ -3,9 +3,10 @@
  * send to rank+1, one receive from rank-1, in one call so the pair cannot
  * deadlock on a single stream) against MPI_Sendrecv, nccl-tests style.
  *
- * Size S = the bytes each rank sends (and receives). busbw = algbw. Traffic
- * model (see bench_probe.c): every rank's S bytes are read once and written
- * once at the peer, at least 2*N*S bytes per op. No in-place form.
+ * Size S = the bytes each rank sends (and receives). busbw = algbw.
+ * Reference (see bench_ref.c): pull (copy rank-1's input into my output) or
+ * push (my input into rank+1's output), cached or streaming stores. No
+ * in-place form.
  */
 #include "harness.h"
 
@@ -23,11 +24,6 @@ static double sr_bus_factor(int nranks)
 {
     (void)nranks;
     return 1.0;
-}
-
-static double sr_traffic(double size, int nranks)
-{
-    return 2.0 * nranks * size;
 }
 
 static HcclResult sr_run(const bench_op_t *op, HcclComm comm, aclrtStream stream)
@@ -56,20 +52,32 @@ static int sr_expect(const bench_op_t *op, size_t i, double *value)
     return 1;
 }
 
+/* Reference kernel: pull from rank-1, or push to rank+1. */
+static void sr_ref(const bench_ref_args_t *r)
+{
+    const bench_op_t *op = r->op;
+    int n = op->nranks;
+    size_t bytes = op->count * op->esize;
+    if (r->own_only) {
+        bench_ref_copy(r->out[op->rank], r->in[(op->rank + n - 1) % n], bytes, r->nt);
+    } else {
+        bench_ref_copy(r->out[(op->rank + 1) % n], r->in[op->rank], bytes, r->nt);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const bench_coll_t coll = {
         .tool = "sendrecv_perf",
         .name = "SendRecv",
         .mpi_name = "MPI_Sendrecv",
-        .flags = BENCH_NO_INPLACE,
-        .traffic_text = "2*N*S",
+        .flags = BENCH_NO_INPLACE | BENCH_REF_SPREAD,
         .shape = sr_shape,
         .bus_factor = sr_bus_factor,
-        .traffic = sr_traffic,
         .run = sr_run,
         .run_mpi = bench_mpi_sendrecv,
         .expect = sr_expect,
+        .ref = sr_ref,
     };
     return bench_main(argc, argv, &coll);
 }

@@ -4,12 +4,12 @@
  *
  * Direct path: pull. Rank r copies in[q] into its own out[r] slot q for every
  * q, starting at q = r so the ranks spread their first reads over different
- * sources. Only rank r writes out[r], and the writes stay in the reader's
- * cache hierarchy (it is the rank that will use the result). In place
- * (in[r] == slot r of out[r]) the own copy is a no-op and peers read in[r]
- * while nobody writes it: safe with no barrier. An in[r] that overlaps
- * out[r] any other way would be overwritten while peers read it: those ranks
- * gather into a private buffer and commit after one barrier (coll_run_owned).
+ * sources, with cached or streaming stores as measured cheaper (coll_nt.c). Only rank r writes
+ * out[r], and the writes stay in the reader's cache hierarchy (it is the rank that will use the
+ * result). In place (in[r] == slot r of out[r]) the own copy is a no-op and peers read in[r] while
+ * nobody writes it: safe with no barrier. An in[r] that overlaps out[r] any other way would be
+ * overwritten while peers read it: those ranks gather into a private buffer and commit after one
+ * barrier (coll_run_owned).
  *
  * Staged path, per round of up to one CCL buffer per rank:
  *   copy my chunk of send into ccl[me]; barrier;
@@ -33,7 +33,11 @@
 
 static int coll_ag_work(const coll_args_t *a, char *base, void *ctx)
 {
-    coll_pull_blocks(a, base, *(const size_t *)ctx, 0);
+    size_t bytes = *(const size_t *)ctx;
+    size_t total = bytes * (size_t)a->nranks;
+    coll_nt_ticket_t t;
+    coll_pull_blocks(a, base, bytes, 0, coll_nt_choose(a, COLL_NT_ALLGATHER, bytes, total, &t));
+    coll_nt_learn(&t, total);
     return ZC_OK;
 }
 

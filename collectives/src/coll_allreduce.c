@@ -8,12 +8,12 @@
  *  - reduce-scatter-write otherwise: the count is cut into n slices of whole
  *    cache lines; rank r reduces slice r of all inputs, one L1-sized block at
  *    a time, into slice r of its own output and copies that still L1-hot
- *    block into slice r of every other output (streaming stores from
- *    tune->nt_min on). Only rank r reads or writes slice r of any buffer, so
- *    in-place (out[q] == in[q]) is safe with no barrier; traffic is the
- *    minimal 2·N·S bytes. (Reducing into a stack block and writing all n
- *    outputs from it measured the same or slightly slower: fp32, 2 ranks,
- *    64 MiB and 1 MiB; coll_allreduce_set_write_mode keeps it selectable.)
+ *    block into slice r of every other output; with streaming stores
+ *    (chosen by measurement, coll_nt.c) it reduces into an L1 stack block
+ *    instead and streams it into every output, its own included (see
+ *    coll_ar_mode). Only rank r reads or
+ *    writes slice r of any buffer, so in-place (out[q] == in[q]) is safe with
+ *    no barrier; traffic is the minimal 2·N·S bytes.
  *  - an output that partially overlaps its own input would be written while
  *    peers read it: the ranks concerned reduce into a private buffer and
  *    commit after one barrier that all ranks join (coll_run_owned).
@@ -33,9 +33,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Write strategy of reduce-scatter-write: 0 (default) reduce into out[me]
- * and copy from there to the other outputs, 1 reduce into a stack block and
- * write every output from it. */
+/* Write strategy of reduce-scatter-write: 0 (default) picks by store kind:
+ * with cached stores reduce into out[me] and copy from there (the own
+ * output is written once, where it will be read); with streaming stores
+ * reduce into a stack block and stream it to every output, the own one
+ * included (a cached own output would cost a read-for-ownership and a later
+ * write-back of every line: a third more memory traffic at np 2). 1 always
+ * the stack block, 2 always out[me] (measurements and tests). */
 static atomic_int coll_ar_mode = 0;
 
 void coll_allreduce_set_write_mode(int mode)
@@ -62,7 +66,8 @@ static void coll_ar_rsw(const coll_args_t *a, size_t es, int nt)
     size_t per = COLL_BLK_BYTES / es;
     coll_slice(a->count, a->nranks, a->rank, es, &off, &len);
 
-    int via_own = atomic_load_explicit(&coll_ar_mode, memory_order_relaxed) == 0;
+    int mode = atomic_load_explicit(&coll_ar_mode, memory_order_relaxed);
+    int via_own = mode == 2 || (mode == 0 && !nt);
     for (size_t i = 0; i < len; i += per) {
         size_t m = ZC_MIN(per, len - i);
         size_t bo = (off + i) * es;
@@ -118,7 +123,12 @@ int coll_allreduce_direct(const coll_args_t *a)
     if (bytes <= coll_oneshot_max(a) && !inplace_any) {
         return coll_ar_oneshot_work(a, a->out[a->rank], NULL);
     }
-    coll_ar_rsw(a, es, coll_use_nt(a, bytes));
+    coll_nt_ticket_t t;
+    int nt = coll_nt_choose(a, COLL_NT_ALLREDUCE, bytes, bytes, &t);
+    coll_ar_rsw(a, es, nt);
+    size_t off, len;
+    coll_slice(a->count, a->nranks, a->rank, es, &off, &len);
+    coll_nt_learn(&t, len * es * (size_t)a->nranks);
     return ZC_OK;
 }
 

@@ -31,7 +31,8 @@
 static int coll_a2a_work(const coll_args_t *a, char *base, void *ctx)
 {
     size_t bytes = *(const size_t *)ctx;
-    coll_pull_blocks(a, base, bytes, (size_t)a->rank * bytes);
+    coll_pull_blocks(a, base, bytes, (size_t)a->rank * bytes,
+                     coll_use_nt(a, bytes * (size_t)a->nranks));
     return ZC_OK;
 }
 

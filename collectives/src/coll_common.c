@@ -198,6 +198,17 @@ int coll_use_nt(const coll_args_t *a, size_t msg_bytes)
     return nt_min != 0 && msg_bytes >= nt_min;
 }
 
+int coll_use_nt_op(const coll_args_t *a, size_t in_bytes, size_t out_bytes)
+{
+    size_t nt_min = a->tune != NULL ? a->tune->nt_min : COLL_DEFAULT_NT_MIN;
+    size_t per_rank = in_bytes + out_bytes;
+    if (nt_min == 0 || per_rank < in_bytes) {
+        return nt_min != 0;
+    }
+    size_t n = (size_t)a->nranks;
+    return per_rank >= (2 * nt_min + n - 1) / n;
+}
+
 size_t coll_oneshot_max(const coll_args_t *a)
 {
     return a->tune != NULL ? a->tune->oneshot_max : COLL_DEFAULT_ONESHOT_MAX;
@@ -310,9 +321,8 @@ int coll_run_blocks(const coll_args_t *a, size_t in_bytes, size_t out_bytes, int
     return coll_run_owned(a, any, me_conflict, out_bytes, work, NULL, bytes);
 }
 
-void coll_pull_blocks(const coll_args_t *a, char *base, size_t bytes, size_t src_off)
+void coll_pull_blocks(const coll_args_t *a, char *base, size_t bytes, size_t src_off, int nt)
 {
-    int nt = coll_use_nt(a, bytes * (size_t)a->nranks);
     for (int k = 0; k < a->nranks; k++) {
         int q = (a->rank + k) % a->nranks;
         coll_put(base + (size_t)q * bytes, (const char *)a->in[q] + src_off, bytes, nt);

@@ -98,6 +98,46 @@ void coll_stage_in(const coll_args_t *a, void *ccl_dst, const void *src, size_t 
 /** Streaming stores for this op? (message of msg_bytes vs tune->nt_min) */
 int coll_use_nt(const coll_args_t *a, size_t msg_bytes);
 
+/**
+ * Streaming stores for a direct op whose every rank reads in_bytes and
+ * writes out_bytes? Yes once the op's data over all ranks, (in + out) x
+ * nranks, reaches 2 x tune->nt_min: from there it no longer fits the
+ * last-level cache beside everything else, and a cached store would cost a
+ * read-for-ownership plus a write-back of every line (measured on the
+ * project's 32 MiB-LLC machine: AllReduce np 2 crosses over between 2 and
+ * 4 MiB per rank, np 4 between 1 and 2 MiB, AllGather np 2 between 2 and 4
+ * MiB of output per rank... in each case near 16 MiB of data in all).
+ */
+int coll_use_nt_op(const coll_args_t *a, size_t in_bytes, size_t out_bytes);
+
+/** The collectives whose store kind is learned (coll_nt.c). */
+enum { COLL_NT_ALLREDUCE = 0, COLL_NT_ALLGATHER, COLL_NT_KINDS };
+
+/** One op's choice, to be reported back with coll_nt_learn. */
+typedef struct {
+    void *slot;        /* NULL: not learned (static rule or too small) */
+    int nt;            /* the kind chosen */
+    uint64_t start_ns; /* when the timed loop began */
+} coll_nt_ticket_t;
+
+/**
+ * Cached (0) or streaming (1) stores for this rank's part of a direct op of
+ * `kind` reading in_bytes and writing out_bytes per rank: the kind measured
+ * cheaper for the op's size class, sometimes the other one to keep both
+ * measurements fresh (see coll_nt.c). Starts the ticket's clock.
+ */
+int coll_nt_choose(const coll_args_t *a, int kind, size_t in_bytes, size_t out_bytes,
+                   coll_nt_ticket_t *t);
+
+/** Record the time since coll_nt_choose for `written` bytes of this rank's stores. */
+void coll_nt_learn(const coll_nt_ticket_t *t, size_t written);
+
+/** coll_nt_learn with the time given (tests). */
+void coll_nt_record(const coll_nt_ticket_t *t, uint64_t ns, size_t written);
+
+/** Forget every measurement (tests). */
+void coll_nt_reset(void);
+
 /** AllReduce one-shot threshold in bytes. */
 size_t coll_oneshot_max(const coll_args_t *a);
 
@@ -199,8 +239,8 @@ int coll_run_blocks(const coll_args_t *a, size_t in_bytes, size_t out_bytes, int
                     const char *what, coll_work_fn work, size_t *bytes);
 
 /** Pull: base block q = bytes of in[q] from byte src_off, for every q starting
- *  at q = rank (streaming and fenced for large messages). */
-void coll_pull_blocks(const coll_args_t *a, char *base, size_t bytes, size_t src_off);
+ *  at q = rank (streaming stores and a fence when nt). */
+void coll_pull_blocks(const coll_args_t *a, char *base, size_t bytes, size_t src_off, int nt);
 
 /**
  * The staged reduction loop of AllReduce (root < 0: every rank copies the

@@ -101,7 +101,9 @@ typedef struct coll_sync {
 
 typedef struct {
     size_t oneshot_max; /* AllReduce / Reduce bytes up to which one-shot is used */
-    size_t nt_min;      /* copies from this size use non-temporal stores (0 = never) */
+    size_t nt_min;      /* copies from this size use non-temporal stores (0 = never);
+                         * direct AllReduce and AllGather stream once their data
+                         * over all ranks (inputs + outputs) reaches 2 x nt_min */
 } coll_tuning_t;
 
 typedef struct {

@@ -1,0 +1,359 @@
+/*
+ * The reference: the limit every table row is measured against.
+ *
+ * Model. On one host a collective is memory traffic plus the synchronisation
+ * that orders it. The reference is the ideal kernel for the tool's
+ * collective, written for this one job and run in the same processes, in the
+ * same run, on the same sizes (and, in cold mode, the same rotation of
+ * buffers) as zccl: no library, raw shared memory, the least flag
+ * synchronisation, and the best of cached and non-temporal stores. Its time
+ * is a lower bound one can actually reach, so zccl's fraction of it (the
+ * %ref column, reference time / zccl time) says how much of the machine zccl
+ * leaves on the table. A row above 105 % means some reference variant is not
+ * ideal and must be improved here, never that the figure should be clamped.
+ *
+ * Memory. Each rank creates one memfd laid out as zccl's buffers are (a
+ * header page with its barrier counter, two inline slots, the send area,
+ * the receive area, both as large as zccl's), and every rank maps every
+ * peer's memfd through /proc/PID/fd (same host, same user): each process
+ * sees all ranks' buffers, as zccl's zero-copy path does. MPI only swaps the
+ * pids and fds and starts and times the batches.
+ *
+ * Synchronisation. One counter per rank on its own cache line, written only
+ * by that rank and only ever increased; a barrier is: fence the streaming
+ * stores, store counter + 1 (release), wait until every peer's counter is at
+ * least as large (acquire), spinning with pause and yielding the core after
+ * a while (at once when there are more ranks than cores).
+ *
+ * Variants, each timed as a batch like zccl's; the best is the reference:
+ *  - direct:     barrier (every input ready); the tool's kernel reads peers'
+ *                inputs and writes outputs in place; barrier (all writes done,
+ *                nobody reads my input any more). The least a collective that
+ *                reads and writes user buffers can do.
+ *  - own:        the same with the kernel form that writes only the caller's
+ *                own output (one-shot AllReduce, pull AllGather, ...), for the
+ *                tools whose best kernel also has a form that writes peers'
+ *                outputs (BENCH_REF_SPREAD).
+ *  - +nt:        either of them with streaming stores (from 64 KiB).
+ *  - slot:       up to 64 KiB of input: copy it into my slot (two by parity,
+ *                so the one barrier per op is enough: reusing a slot two ops
+ *                later needs every peer's arrival at the op between), barrier,
+ *                own-output kernel reading the slots. No exit barrier.
+ * Pruning (documented so it can be revisited): streaming stores are not
+ * tried under 64 KiB (they push to DRAM what the next op reads from cache),
+ * nor a reduction's own-output form past 4 MiB (every rank reads all inputs)
+ * or in place (peers would read an input that is being overwritten).
+ */
+#include "bench_ctx.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#define BENCH_REF_HDR 4096
+#define BENCH_REF_SLOT ((size_t)64 << 10)
+#define BENCH_REF_NT_MIN ((size_t)64 << 10)
+#define BENCH_REF_OWN_MAX ((size_t)4 << 20)
+
+static const char *const bench_ref_names[BENCH_REF_NVAR] = {"direct", "direct+nt", "own", "own+nt",
+                                                            "slot"};
+
+const char *bench_ref_name(int variant)
+{
+    return variant >= 0 && variant < BENCH_REF_NVAR ? bench_ref_names[variant] : "-";
+}
+
+static size_t bench_round_page(size_t v)
+{
+    return (v + 4095) / 4096 * 4096;
+}
+
+static atomic_uint_fast64_t *bench_ref_counter(const bench_ref_t *r, int q)
+{
+    return (atomic_uint_fast64_t *)(void *)r->base[q];
+}
+
+static unsigned char *bench_ref_slot(const bench_ref_t *r, int q, uint64_t epoch)
+{
+    return r->base[q] + 64 + (size_t)(epoch & 1) * BENCH_REF_SLOT;
+}
+
+/* Map every rank's memfd; 0 on every rank or -1 on every rank (told why). */
+int bench_ref_open(bench_ctx_t *ctx)
+{
+    bench_ref_t *r = &ctx->ref;
+    r->send_off = BENCH_REF_HDR + 2 * BENCH_REF_SLOT;
+    r->recv_off = r->send_off + bench_round_page(ctx->send_cap);
+    r->region = r->recv_off + bench_round_page(ctx->recv_cap);
+    r->base = calloc((size_t)ctx->nranks, sizeof(*r->base));
+    r->in = calloc((size_t)ctx->nranks, sizeof(*r->in));
+    r->out = calloc((size_t)ctx->nranks, sizeof(*r->out));
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    r->yield = cores > 0 && ctx->nranks > cores;
+    int me[2] = {(int)getpid(), -1};
+    int ok = r->base != NULL && r->in != NULL && r->out != NULL;
+    if (ok) {
+        me[1] = memfd_create("zccl-bench-ref", MFD_CLOEXEC);
+        ok = me[1] >= 0 && ftruncate(me[1], (off_t)r->region) == 0;
+    }
+    int *all = malloc(2 * sizeof(int) * (size_t)ctx->nranks);
+    if (all == NULL) {
+        bench_die(ctx, "malloc (reference fd table)", 0, "out of memory");
+    }
+    MPI_Allgather(me, 2, MPI_INT, all, 2, MPI_INT, MPI_COMM_WORLD);
+    for (int q = 0; ok && q < ctx->nranks; q++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/fd/%d", all[2 * q], all[2 * q + 1]);
+        int fd = q == ctx->rank ? me[1] : open(path, O_RDWR | O_CLOEXEC);
+        void *p =
+            fd < 0 ? MAP_FAILED : mmap(NULL, r->region, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED) {
+            fprintf(stderr, "%s: rank %d: reference: cannot map rank %d's memory (%s): %s\n",
+                    ctx->coll->tool, ctx->rank, q, path, strerror(errno));
+            ok = 0;
+        } else {
+            r->base[q] = p;
+        }
+        if (fd >= 0 && q != ctx->rank) {
+            close(fd);
+        }
+    }
+    int all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    free(all);
+    if (me[1] >= 0) {
+        close(me[1]); /* every peer has mapped it (or given up) */
+    }
+    if (!all_ok) {
+        bench_ref_close(ctx);
+        return -1;
+    }
+    r->ok = 1;
+    /* Touch every page of my region now, so no page fault is timed. */
+    memset(r->base[ctx->rank] + BENCH_REF_HDR, 0, r->region - BENCH_REF_HDR);
+    bench_op_t op = {.rank = ctx->rank,
+                     .nranks = ctx->nranks,
+                     .dtype = ctx->a.dtype,
+                     .redop = ctx->a.redop,
+                     .esize = bench_dtype_size(ctx->a.dtype)};
+    op.send = r->base[ctx->rank] + r->send_off;
+    op.send_elems = ctx->send_cap / op.esize;
+    bench_fill_send(&op);
+    MPI_Barrier(MPI_COMM_WORLD);
+    return 0;
+}
+
+void bench_ref_close(bench_ctx_t *ctx)
+{
+    bench_ref_t *r = &ctx->ref;
+    for (int q = 0; r->base != NULL && q < ctx->nranks; q++) {
+        if (r->base[q] != NULL) {
+            munmap(r->base[q], r->region);
+        }
+    }
+    free(r->base);
+    free(r->in);
+    free(r->out);
+    r->base = NULL;
+    r->in = NULL;
+    r->out = NULL;
+    r->ok = 0;
+}
+
+static void bench_ref_relax(const bench_ref_t *r, unsigned *spins)
+{
+    if (r->yield || ++*spins > 4096) {
+        sched_yield();
+        return;
+    }
+#if defined(__x86_64__)
+    _mm_pause();
+#endif
+}
+
+static void bench_ref_barrier(bench_ctx_t *ctx)
+{
+    bench_ref_t *r = &ctx->ref;
+#if defined(__x86_64__)
+    _mm_sfence(); /* streaming stores are not ordered by the release store */
+#endif
+    uint64_t k = ++r->epoch;
+    atomic_store_explicit(bench_ref_counter(r, ctx->rank), k, memory_order_release);
+    for (int q = 0; q < ctx->nranks; q++) {
+        unsigned spins = 0;
+        while (atomic_load_explicit(bench_ref_counter(r, q), memory_order_acquire) < k) {
+            bench_ref_relax(r, &spins);
+        }
+    }
+}
+
+/* Offset in a ref region of a pointer into zccl's send or receive buffer. */
+static size_t bench_ref_offset(const bench_ctx_t *ctx, const void *p)
+{
+    const char *c = p;
+    const char *s = ctx->sendbuf;
+    const char *v = ctx->recvbuf;
+    if (c >= s && c < s + ctx->send_cap) {
+        return ctx->ref.send_off + (size_t)(c - s);
+    }
+    return ctx->ref.recv_off + (size_t)(c - v);
+}
+
+/* in[q] / out[q] of ring entry j in the ref regions, every rank's shape. */
+static void bench_ref_ptrs(bench_ctx_t *ctx, const bench_ring_t *ring, size_t j, bench_op_t *mine)
+{
+    bench_ref_t *r = &ctx->ref;
+    for (int q = 0; q < ctx->nranks; q++) {
+        bench_op_t op;
+        bench_ring_op(ctx, ring, j, q, &op);
+        r->in[q] = r->base[q] + bench_ref_offset(ctx, op.send);
+        r->out[q] = r->base[q] + bench_ref_offset(ctx, op.recv);
+        if (q == ctx->rank) {
+            *mine = op;
+            mine->send = (void *)r->in[q];
+            mine->recv = r->out[q];
+        }
+    }
+}
+
+/* One op of `variant` on ring entry j. */
+static void bench_ref_op(bench_ctx_t *ctx, const bench_ring_t *ring, size_t j, int variant)
+{
+    bench_ref_t *r = &ctx->ref;
+    bench_op_t op;
+    bench_ref_ptrs(ctx, ring, j, &op);
+    bench_ref_args_t args = {.op = &op,
+                             .in = (const void *const *)r->in,
+                             .out = r->out,
+                             .own_only = variant >= BENCH_REF_OWN,
+                             .nt = variant == BENCH_REF_DIRECT_NT || variant == BENCH_REF_OWN_NT};
+    if (variant == BENCH_REF_SLOT) {
+        uint64_t next = r->epoch + 1;
+        memcpy(bench_ref_slot(r, ctx->rank, next), op.send, op.send_elems * op.esize);
+        bench_ref_barrier(ctx);
+        for (int q = 0; q < ctx->nranks; q++) {
+            r->in[q] = bench_ref_slot(r, q, next);
+        }
+        ctx->coll->ref(&args);
+        return;
+    }
+    bench_ref_barrier(ctx);
+    ctx->coll->ref(&args);
+    bench_ref_barrier(ctx);
+}
+
+/* Does `variant` apply to this ring's op? The same answer on every rank. */
+static int bench_ref_applies(bench_ctx_t *ctx, const bench_ring_t *ring, int variant)
+{
+    bench_op_t op;
+    bench_ring_op(ctx, ring, 0, ctx->rank, &op);
+    size_t big = ring->bytes;
+    int spread = (ctx->coll->flags & BENCH_REF_SPREAD) != 0;
+    int inplace_any = 0;
+    for (int q = 0; q < ctx->nranks; q++) {
+        bench_op_t oq;
+        bench_ring_op(ctx, ring, 0, q, &oq);
+        inplace_any |= oq.send == oq.recv;
+    }
+    /* A reduction's own-output form reads every input on every rank: useless
+       past 4 MiB, and wrong in place (peers read the input I overwrite). */
+    int reduces = (ctx->coll->flags & BENCH_REDUCES) != 0;
+    int own_ok = !reduces || (big <= BENCH_REF_OWN_MAX && !inplace_any);
+    switch (variant) {
+    case BENCH_REF_DIRECT:
+        return 1;
+    case BENCH_REF_DIRECT_NT:
+        return big >= BENCH_REF_NT_MIN;
+    case BENCH_REF_OWN:
+        return spread && own_ok;
+    case BENCH_REF_OWN_NT:
+        return spread && own_ok && big >= BENCH_REF_NT_MIN;
+    case BENCH_REF_SLOT:
+        return op.send_elems * op.esize <= BENCH_REF_SLOT;
+    default:
+        return 0;
+    }
+}
+
+double bench_ref_batch(bench_ctx_t *ctx, const bench_ring_t *ring, int iters)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = bench_now();
+    for (int i = 0; i < iters; i++) {
+        bench_ref_op(ctx, ring, (size_t)i % ring->n, ctx->ref.variant);
+    }
+    double t = bench_now() - t0;
+    double m = t;
+    MPI_Allreduce(&t, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return m;
+}
+
+/* One checked op of the best variant: #wrong over all ranks. */
+static uint64_t bench_ref_check(bench_ctx_t *ctx, const bench_ring_t *ring)
+{
+    bench_op_t op;
+    bench_ref_ptrs(ctx, ring, 0, &op);
+    bench_poison_recv(&op);
+    bench_fill_send(&op);
+    MPI_Barrier(MPI_COMM_WORLD);
+    bench_ref_op(ctx, ring, 0, ctx->ref.variant);
+    bench_ref_barrier(ctx); /* the slot variant has no exit barrier */
+    uint64_t wrong = bench_check_recv(ctx->coll, &op);
+    uint64_t sum = 0;
+    MPI_Allreduce(&wrong, &sum, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    return sum;
+}
+
+int bench_ref_usable(const bench_ctx_t *ctx)
+{
+    const bench_coll_t *c = ctx->coll;
+    if (c->ref == NULL || ctx->nranks > BENCH_REF_MAX_RANKS) {
+        return 0;
+    }
+    return !(c->flags & BENCH_REDUCES) || bench_ref_reducible(ctx->a.dtype, ctx->a.redop);
+}
+
+void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row, int first)
+{
+    bench_ref_t *r = &ctx->ref;
+    if (!r->ok) {
+        return;
+    }
+    for (int v = 0; v < BENCH_REF_NVAR; v++) {
+        if (first) {
+            r->iters[v] = 0;
+            if (bench_ref_applies(ctx, ring, v)) {
+                r->variant = v;
+                r->iters[v] = bench_calibrate(ctx, ring, bench_ref_batch);
+            }
+        }
+        if (r->iters[v] == 0) {
+            continue;
+        }
+        r->variant = v;
+        double t = bench_ref_batch(ctx, ring, r->iters[v]) / r->iters[v] * 1e6;
+        if (row->ref_variant < 0 || t < row->ref_us) {
+            row->ref_us = t;
+            row->ref_variant = v;
+        }
+    }
+}
+
+void bench_ref_check_row(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row)
+{
+    if (!ctx->ref.ok || row->ref_variant < 0 || !ctx->a.check) {
+        return;
+    }
+    ctx->ref.variant = row->ref_variant;
+    row->ref_wrong = bench_ref_check(ctx, ring);
+    ctx->wrong += row->ref_wrong;
+}
