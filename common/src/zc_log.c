@@ -29,6 +29,11 @@ static unsigned zc_log_mask = ZC_SUB_ALL;
 static int zc_log_fd = 2;
 static char zc_log_host[64] = "?";
 static _Thread_local int zc_log_rank = -1;
+/* The process's rank: ZC_LOG_RANK_UNSET, the one rank seen so far, or
+ * ZC_LOG_RANK_MANY once two different ranks were set in this process. */
+#define ZC_LOG_RANK_UNSET (-1)
+#define ZC_LOG_RANK_MANY (-2)
+static atomic_int zc_log_proc_rank = ZC_LOG_RANK_UNSET;
 
 static const struct {
     const char *name;
@@ -139,12 +144,6 @@ static void zc_log_wait_ready(void)
     }
 }
 
-zc_log_level_t zc_log_level(void)
-{
-    zc_log_wait_ready();
-    return zc_log_lvl;
-}
-
 int zc_log_enabled(zc_log_level_t level, unsigned subsys)
 {
     zc_log_wait_ready();
@@ -154,11 +153,18 @@ int zc_log_enabled(zc_log_level_t level, unsigned subsys)
 void zc_log_set_rank(int rank)
 {
     zc_log_rank = rank;
+    if (rank < 0) {
+        return;
+    }
+    int seen = ZC_LOG_RANK_UNSET;
+    if (!atomic_compare_exchange_strong_explicit(&zc_log_proc_rank, &seen, rank,
+                                                 memory_order_relaxed, memory_order_relaxed) &&
+        seen != rank) {
+        atomic_store_explicit(&zc_log_proc_rank, ZC_LOG_RANK_MANY, memory_order_relaxed);
+    }
 }
-int zc_log_get_rank(void)
-{
-    return zc_log_rank;
-}
+
+int zc_log_get_rank(void) { return zc_log_rank; }
 
 void zc_log_emit(zc_log_level_t level, unsigned subsys, const char *file, int line, const char *fmt,
                  ...)
@@ -169,8 +175,10 @@ void zc_log_emit(zc_log_level_t level, unsigned subsys, const char *file, int li
     const char *base = strrchr(file, '/');
     base = base != NULL ? base + 1 : file;
     char rank[16];
-    if (zc_log_rank >= 0) {
-        snprintf(rank, sizeof(rank), "%d", zc_log_rank);
+    int r = zc_log_rank >= 0 ? zc_log_rank
+                             : atomic_load_explicit(&zc_log_proc_rank, memory_order_relaxed);
+    if (r >= 0) {
+        snprintf(rank, sizeof(rank), "%d", r);
     } else {
         snprintf(rank, sizeof(rank), "-");
     }

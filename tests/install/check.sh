@@ -11,8 +11,9 @@ trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/p" >/dev/null
 for f in include/acl/acl.h include/acl/acl_rt.h include/acl/acl_base.h include/acl/acl_prof.h \
          include/acl/acl_mdl.h include/hccl/hccl.h include/hccl/hccl_types.h \
-         include/hccl/hccl_comm.h lib/cmake/zccl/zcclConfig.cmake lib/pkgconfig/hccl.pc \
-         lib/pkgconfig/ascendcl.pc lib64/cmake/zccl/zcclConfig.cmake lib64/pkgconfig/hccl.pc; do
+         include/hccl/hccl_comm.h include/zccl/version.h lib/cmake/zccl/zcclConfig.cmake \
+         lib/pkgconfig/hccl.pc lib/pkgconfig/ascendcl.pc lib64/cmake/zccl/zcclConfig.cmake \
+         lib64/pkgconfig/hccl.pc; do
     test -e "$tmp/p/$f" || { echo "missing after install: $f"; exit 1; }
 done
 for d in lib lib64; do

@@ -1,6 +1,8 @@
 /*
  * aclInit / aclFinalize and libascendcl's fork handlers.
  *
+ * aclrtGetVersion reports the ACL interface version of acl/acl.h.
+ *
  * aclInit is once per process until aclFinalize (a second call is
  * ACL_ERROR_REPEAT_INITIALIZE, as in CANN). The runtime calls do not require
  * it (devices, memory and streams work before aclInit, which only builds the
@@ -20,6 +22,8 @@
  */
 #define _GNU_SOURCE
 #include "vmm_internal.h"
+
+#include "acl/acl.h"
 
 #include "zc/config.h"
 #include "zc/export.h"
@@ -50,10 +54,8 @@ ZC_EXPORT aclError aclInit(const char *configPath)
         ZC_WARN(ZC_SUB_INIT, "aclInit: already initialised (call aclFinalize first)");
         return ACL_ERROR_REPEAT_INITIALIZE;
     }
-    const zc_config_t *cfg = zc_config();
-    if (cfg->print_config) {
-        zc_config_print(stderr, 0);
-    }
+    /* The first zc_config() of the process prints the table when asked. */
+    (void)zc_config();
     ZC_INFO(ZC_SUB_INIT, "aclInit: %d devices, config %s", vmm_device_count(),
             configPath != NULL && configPath[0] != '\0' ? configPath : "(none)");
     return ACL_SUCCESS;
@@ -71,6 +73,21 @@ ZC_EXPORT aclError aclFinalize(void)
         return ACL_ERROR_REPEAT_FINALIZE;
     }
     vmm_stream_drop_defaults(-1);
+    return ACL_SUCCESS;
+}
+
+ZC_EXPORT aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion,
+                                   int32_t *patchVersion)
+{
+    if (majorVersion == NULL || minorVersion == NULL || patchVersion == NULL) {
+        ZC_WARN(ZC_SUB_INIT, "aclrtGetVersion: NULL %s", majorVersion == NULL   ? "majorVersion"
+                                                         : minorVersion == NULL ? "minorVersion"
+                                                                                : "patchVersion");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    *majorVersion = ACL_MAJOR_VERSION;
+    *minorVersion = ACL_MINOR_VERSION;
+    *patchVersion = ACL_PATCH_VERSION;
     return ACL_SUCCESS;
 }
 

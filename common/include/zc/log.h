@@ -1,5 +1,5 @@
 /*
- * Logging: one line per event, "host:pid:tid [rank] zccl LEVEL SUBSYS file:line msg".
+ * Logging: one line per event, "host:pid:tid [rank] zccl LEVEL file:line msg".
  *
  * ZCCL_LOG_LEVEL (error|warn|info|debug, default warn) picks the level,
  * ZCCL_LOG_SUBSYS a comma list of subsystems (INIT,VMM,MEM,STREAM,BROKER,
@@ -7,6 +7,14 @@
  * ("%h" host, "%p" pid expanded) instead of stderr. Errors are logged once,
  * where they are first seen; the CHECK macros add a "-> status" trace line at
  * debug level at every level they pass through.
+ *
+ * The state (level, mask, sink, process rank) exists once per process: common
+ * is compiled into libascendcl only and libhccl calls it there. The rank in the
+ * prefix is the thread's own (zc_log_set_rank, set by libhccl on the threads
+ * that run a communicator's work) or else the process's: the rank of the
+ * communicators made in this process while they all have one rank (the usual
+ * one-rank-per-process program); with ranks of several values in one process
+ * (thread ranks, sub-communicators) a thread without its own rank shows "-".
  */
 #ifndef ZC_LOG_H
 #define ZC_LOG_H
@@ -35,9 +43,6 @@ typedef enum {
     ZC_SUB_ALL = 0xffffffffu,
 } zc_log_subsys_t;
 
-/** Current level (reads the environment once). */
-zc_log_level_t zc_log_level(void);
-
 /** Names of the levels and subsystems, as ZCCL_LOG_LEVEL / ZCCL_LOG_SUBSYS take them. */
 #define ZC_LOG_LEVEL_NAMES "none, error, warn, info, debug"
 #define ZC_LOG_SUBSYS_NAMES "INIT, VMM, MEM, STREAM, BROKER, BOOT, COMM, COLL, ZCOPY, TEST, ALL"
@@ -57,8 +62,12 @@ int zc_log_parse_subsys(const char *s, unsigned *mask);
  */
 int zc_log_setup(zc_log_level_t level, unsigned mask, const char *file);
 
-/** The rank shown in this thread's log prefix; -1 shows "-". */
+/**
+ * The rank shown in this thread's log prefix; -1 falls back to the process's.
+ * A rank >= 0 also counts towards the process's rank (see above).
+ */
 void zc_log_set_rank(int rank);
+/** This thread's own rank (-1: none). */
 int zc_log_get_rank(void);
 
 void zc_log_emit(zc_log_level_t level, unsigned subsys, const char *file, int line,
