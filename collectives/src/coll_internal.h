@@ -26,7 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Defaults when the caller passes no tuning (same as the config table). */
+/* Defaults when the caller passes no tuning (unit tests; libhccl always passes the
+ * config table's values, whose ZCCL_NT_MIN default is 8 MiB, not this 4 MiB). */
 #define COLL_DEFAULT_ONESHOT_MAX 16384
 #define COLL_DEFAULT_NT_MIN (4u << 20)
 

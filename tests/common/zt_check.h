@@ -13,7 +13,7 @@
  * SUM/MAX/MIN, raw random bits for copies (ZT_OP_NONE), and small positive
  * codes for the fp8 types (only ever reduced with identical inputs). ROUNDING patterns (float types
  * only) need rounding, so they check that the library reduces in rank order 0..n-1 and, for
- * fp16/bf16, accumulates in fp32 and rounds once, as DESIGN §5 promises.
+ * fp16/bf16, accumulates in fp32 and rounds once (docs/ARCHITECTURE.md, reductions).
  *
  * The reference reducer works in rank order 0..n-1; fp16/bf16 accumulate in
  * fp32 and round once (round to nearest even). Comparisons are bitwise and

@@ -501,7 +501,7 @@ static int rank_paths(int rank, int nranks, const HcclRootInfo *root, void *arg)
                   "stream order: %d %d %d", (int)e, (int)r, (int)se)) {
         fails += zt_compare("stream order: output", recv, want, count, HCCL_DATA_TYPE_FP32) != 0;
     }
-    /* The NULL stream is the current device's default stream (DESIGN §4). */
+    /* The NULL stream is the current device's default stream, as in ACL. */
     memset(recv, 0, count * sizeof(float));
     r = HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, env.comm, NULL);
     se = r == HCCL_SUCCESS ? aclrtSynchronizeStream(NULL) : ACL_SUCCESS;

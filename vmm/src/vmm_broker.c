@@ -1,5 +1,5 @@
 /*
- * The per-process handle broker, server side (DESIGN §3; protocol in
+ * The per-process handle broker, server side (protocol in
  * vmm_ext.h and vmm_share.h; the fetching side is vmm_broker_fetch.c).
  *
  * A process that offers an fd runs one detached thread serving the abstract

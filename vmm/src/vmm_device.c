@@ -1,5 +1,5 @@
 /*
- * Logical devices (DESIGN §2): the device table, the per-thread current
+ * Logical devices: the device table, the per-thread current
  * device, device use counts, peer access, and NUMA placement.
  *
  * The table is built once per process (pthread_once) from the config and

@@ -1,5 +1,5 @@
 /*
- * Shareable handles: export, trust, import (DESIGN §3).
+ * Shareable handles: export, trust, import.
  *
  * Protocol: the exporter offers the handle's memfd to its broker
  * (zccl_broker_offer) and hands out the offer's token. A DEFAULT shareable

@@ -1,5 +1,5 @@
 /*
- * IPC memory keys (aclrtIpcMem*, DESIGN §3).
+ * IPC memory keys (aclrtIpcMem*).
  *
  * Protocol: the exporter finds the memfd behind devPtr (an aclrtMalloc block
  * through vmm_mem_lookup, or a VMM mapping), offers it to its broker and

@@ -1,5 +1,5 @@
 /*
- * VMM on the host (DESIGN §3): physical memory, address reservations and the
+ * VMM on the host: physical memory, address reservations and the
  * mappings between them.
  *
  *  - aclrtMallocPhysical: an anonymous memfd (MFD_CLOEXEC) of the size rounded

@@ -37,7 +37,7 @@ static inline void zc_cpu_relax(void)
 #endif
 }
 
-/** A 32-bit host id: hash of hostname and boot id (same host <=> same id). */
+/** A 64-bit host id: hash of hostname and boot id (same host <=> same id). */
 uint64_t zc_host_id(void);
 
 /** Fill buf with n unpredictable bytes (getrandom). Returns 0 or -1. */

@@ -1,7 +1,7 @@
 /*
  * libascendcl's internal interface for libhccl (not installed, not public).
  *
- * Protocol of the broker (DESIGN §3): every process that offers an fd runs
+ * Protocol of the broker: every process that offers an fd runs
  * one broker thread serving the abstract Unix socket
  * "\0zccl-broker-<pid>-<nonce>", nonce being 20 random bits (5 hex digits)
  * drawn when the broker starts. An offer is named by a 64-bit token =

@@ -3,7 +3,7 @@
  * (the subset of CANN's acl_rt.h that collective programs use), on a Linux
  * host.
  *
- * Model (DESIGN §2/§3): a device is a logical accelerator bound to a host
+ * Model: a device is a logical accelerator bound to a host
  * NUMA node; "device memory" is host memory (memfd-backed, so it can be
  * shared with other processes); a stream is a FIFO worker thread; an event is
  * a marker a stream completes and timestamps. The current device is per
