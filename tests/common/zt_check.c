@@ -747,7 +747,12 @@ int zt_case_start(zt_env_t *env, const zt_case_t *c, zt_pending_t *pd)
                                       env->comm, env->stream)
                       : HcclAllReduce(pd->send, pd->recv, c->count, (HcclDataType)c->dtype,
                                       (HcclReduceOp)c->op, env->comm, env->stream);
-    if (r == HCCL_E_NOT_SUPPORT && c->allow_unsupported) {
+    if (c->expect_unsupported) {
+        if (r != HCCL_E_NOT_SUPPORT) {
+            ZT_CASE_FAIL(pd, "call returned %d (%s), want HCCL_E_NOT_SUPPORT", (int)r,
+                         HcclGetErrorString(r));
+            return 2;
+        }
         pd->unsupported = 1;
         return 0;
     }
@@ -843,8 +848,19 @@ int zt_case_finish(zt_pending_t *pd, aclError sync_rc)
 {
     const zt_case_t *c = &pd->c;
     zt_env_t *env = pd->env;
-    if (pd->unsupported || (sync_rc == HCCL_E_NOT_SUPPORT && c->allow_unsupported)) {
-        return 0;
+    if (pd->unsupported) {
+        /* Refused by the call: nothing was enqueued, nothing written. */
+        if (c->in_place) {
+            ZT_CASE_FAIL(pd, "test bug: an unsupported case must be out of place");
+            return 1;
+        }
+        if (sync_rc != ACL_SUCCESS) {
+            ZT_CASE_FAIL(pd, "call refused with HCCL_E_NOT_SUPPORT but the stream then failed: %d",
+                         (int)sync_rc);
+            return 2;
+        }
+        return zt_bytes_are(pd, pd->recv - ZT_GUARD, pd->rbytes + 2 * ZT_GUARD, ZT_SENTINEL,
+                            "output after an unsupported op");
     }
     if (c->expect_para) {
         return zt_case_refused(pd, sync_rc);

@@ -107,7 +107,7 @@ typedef struct {
     int mode;      /**< ZT_FILL_EXACT or ZT_FILL_ROUNDING */
     uint64_t seed; /**< data selector */
     int expect_buffered;   /**< zero-copy arena, but not activated: expect the buffered path */
-    int allow_unsupported; /**< HCCL_E_NOT_SUPPORT (call or sync) passes too */
+    int expect_unsupported; /**< the call must return HCCL_E_NOT_SUPPORT, output untouched */
     int same_data;         /**< every rank contributes rank 0's data (MAX / MIN only) */
     int skip_counters;     /**< other ops on the comm run between start and finish */
     int expect_para;       /**< must fail with HCCL_E_PARA (call or sync), output untouched */
@@ -139,7 +139,7 @@ typedef struct {
     unsigned char *recv;
     size_t sbytes;
     size_t rbytes;
-    int unsupported; /**< the call said HCCL_E_NOT_SUPPORT (allowed) */
+    int unsupported; /**< the call said HCCL_E_NOT_SUPPORT (expected) */
     int call_para;   /**< the call said HCCL_E_PARA (expected) */
     uint64_t staged0;
     uint64_t zc_ops0;
