@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The whole test suite: install what is missing, build with -Werror, run ctest
-# (unit, mp, mpi, fault labels), then the sanitizer tier (scripts/sanitize.sh:
+# The whole test suite: install what is missing, check the formatting of every
+# C/C++ file (scripts/format.sh: clang-format --dry-run -Werror), build with
+# -Werror, run ctest (unit, mp, mpi, fault labels), then the sanitizer tier (scripts/sanitize.sh:
 # the suite under ASan+UBSan, the threaded tests under TSan, a multi-process
-# test under valgrind). Extra arguments go to ctest (e.g. -L unit) and skip
+# test under valgrind). Extra arguments go to ctest (e.g. -L '^unit$') and skip
 # the sanitizer tier, as does ZCCL_SKIP_SANITIZERS=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
+scripts/format.sh
 BUILD=${BUILD:-build}
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZCCL_WERROR=ON >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"
