@@ -27,15 +27,16 @@ static const int zt_cc_ops[4] = {HCCL_REDUCE_SUM, HCCL_REDUCE_PROD, HCCL_REDUCE_
 static const int zt_cc_copy_dtypes[4] = {HCCL_DATA_TYPE_UINT8, HCCL_DATA_TYPE_BFP16,
                                          HCCL_DATA_TYPE_INT32, HCCL_DATA_TYPE_FP64};
 
-/* The cases of one memory kind (zero-copy or plain). */
-static void zt_cc_build_mem(zt_cclist_t *l, int n, int mem, const zt_ccmatrix_t *m)
+/* The reduce-type and copy collectives the builders loop over. */
+static const int zt_cc_reds[3] = {ZT_CC_REDUCESCATTER, ZT_CC_REDUCESCATTERV, ZT_CC_REDUCE};
+static const int zt_cc_copies[6] = {ZT_CC_BROADCAST, ZT_CC_SCATTER,   ZT_CC_ALLGATHERV,
+                                    ZT_CC_ALLTOALL,  ZT_CC_ALLTOALLV, ZT_CC_ALLTOALLVC};
+
+/* Reductions: every dtype x op at two counts, the other counts, overlaps and
+ * V shapes, every Reduce root. */
+static void zt_cc_build_reductions(zt_cclist_t *l, int n, const zt_cc_t z, const zt_ccmatrix_t *m)
 {
-    static const int reds[3] = {ZT_CC_REDUCESCATTER, ZT_CC_REDUCESCATTERV, ZT_CC_REDUCE};
-    static const int copies[6] = {ZT_CC_BROADCAST, ZT_CC_SCATTER,   ZT_CC_ALLGATHERV,
-                                  ZT_CC_ALLTOALL,  ZT_CC_ALLTOALLV, ZT_CC_ALLTOALLVC};
     static const uint64_t rcounts[2] = {7, 1000};
-    static const uint64_t ccounts[4] = {0, 1, 7, 1000};
-    const zt_cc_t z = {.mem = mem, .misalign = 1, .vshape = ZT_V_UNEVEN};
     /* Reductions: every dtype x op at two counts, roots rotating. */
     for (int ci = 0; ci < 3; ci++) {
         for (int d = 0; d < 12; d++) {
@@ -46,7 +47,7 @@ static void zt_cc_build_mem(zt_cclist_t *l, int n, int mem, const zt_ccmatrix_t 
                             continue;
                         }
                         zt_cc_t c = z;
-                        c.coll = reds[ci];
+                        c.coll = zt_cc_reds[ci];
                         c.dtype = zt_cc_dtypes[d];
                         c.op = zt_cc_ops[o];
                         c.count = rcounts[k];
@@ -63,7 +64,7 @@ static void zt_cc_build_mem(zt_cclist_t *l, int n, int mem, const zt_ccmatrix_t 
             for (int k = 0; k < 2; k++) {
                 for (int ip = 0; ip < 2; ip++) {
                     zt_cc_t c = z;
-                    c.coll = reds[ci];
+                    c.coll = zt_cc_reds[ci];
                     c.dtype = few[d];
                     c.op = HCCL_REDUCE_SUM;
                     c.count = (uint64_t)k;
@@ -75,7 +76,7 @@ static void zt_cc_build_mem(zt_cclist_t *l, int n, int mem, const zt_ccmatrix_t 
         }
         for (int s = 0; s < 3; s++) {
             zt_cc_t c = z;
-            c.coll = reds[ci];
+            c.coll = zt_cc_reds[ci];
             c.dtype = s == 1 ? HCCL_DATA_TYPE_BFP16 : HCCL_DATA_TYPE_INT32;
             c.op = s == 1 ? HCCL_REDUCE_PROD : HCCL_REDUCE_SUM;
             c.count = 1000;
@@ -100,16 +101,23 @@ static void zt_cc_build_mem(zt_cclist_t *l, int n, int mem, const zt_ccmatrix_t 
             zt_cc_add(l, c);
         }
     }
+}
+
+/* Copies: every type size at counts 0, 1, 7, 1000, every root, the other
+ * overlaps and V shapes. */
+static void zt_cc_build_copies(zt_cclist_t *l, int n, const zt_cc_t z)
+{
+    static const uint64_t ccounts[4] = {0, 1, 7, 1000};
     /* Copies: 1-, 2-, 4- and 8-byte types at counts 0, 1, 7, 1000. */
     for (int ci = 0; ci < 6; ci++) {
         for (int d = 0; d < 4; d++) {
             for (int k = 0; k < 4; k++) {
                 for (int ip = 0; ip < 2; ip++) {
-                    if (copies[ci] == ZT_CC_BROADCAST && ip) {
+                    if (zt_cc_copies[ci] == ZT_CC_BROADCAST && ip) {
                         continue;
                     }
                     zt_cc_t c = z;
-                    c.coll = copies[ci];
+                    c.coll = zt_cc_copies[ci];
                     c.dtype = zt_cc_copy_dtypes[d];
                     c.count = ccounts[k];
                     c.root = (d + k) % n;
@@ -120,7 +128,7 @@ static void zt_cc_build_mem(zt_cclist_t *l, int n, int mem, const zt_ccmatrix_t 
             }
         }
         zt_cc_t c = z; /* aligned buffers, a count past 4096 */
-        c.coll = copies[ci];
+        c.coll = zt_cc_copies[ci];
         c.dtype = HCCL_DATA_TYPE_FP32;
         c.count = 4099;
         c.root = 1 % n;
@@ -164,6 +172,11 @@ static void zt_cc_build_mem(zt_cclist_t *l, int n, int mem, const zt_ccmatrix_t 
             }
         }
     }
+}
+
+/* Values that need rounding, and the copy-only types. */
+static void zt_cc_build_special(zt_cclist_t *l, int n, const zt_cc_t z)
+{
     /* Values that need rounding: the rank order and fp32 accumulation of fp16 / bf16 show. */
     static const int fps[4] = {HCCL_DATA_TYPE_FP16, HCCL_DATA_TYPE_BFP16, HCCL_DATA_TYPE_FP32,
                                HCCL_DATA_TYPE_FP64};
@@ -172,7 +185,7 @@ static void zt_cc_build_mem(zt_cclist_t *l, int n, int mem, const zt_ccmatrix_t 
             for (int o = 0; o < 2; o++) {
                 for (int k = 0; k < 2; k++) {
                     zt_cc_t c = z;
-                    c.coll = reds[ci];
+                    c.coll = zt_cc_reds[ci];
                     c.dtype = fps[d];
                     c.op = zt_cc_ops[o];
                     c.count = k ? 4099 : 1000;
@@ -190,7 +203,7 @@ static void zt_cc_build_mem(zt_cclist_t *l, int n, int mem, const zt_ccmatrix_t 
     for (int ci = 0; ci < 6; ci++) {
         for (int d = 0; d < 3; d++) {
             zt_cc_t c = z;
-            c.coll = copies[ci];
+            c.coll = zt_cc_copies[ci];
             c.dtype = exotic[d];
             c.count = d ? 1000 : 7;
             c.root = (ci + d) % n;
@@ -198,9 +211,11 @@ static void zt_cc_build_mem(zt_cclist_t *l, int n, int mem, const zt_ccmatrix_t 
             zt_cc_add(l, c);
         }
     }
-    if (m->big == 0) {
-        return;
-    }
+}
+
+/* The large cases, count elements and fractions of it. */
+static void zt_cc_build_big(zt_cclist_t *l, int n, const zt_cc_t z, uint64_t count)
+{
     /* Large: the buffered path chunks them (HCCL_BUFFSIZE=1), Reduce slices. */
     static const struct {
         int coll;
@@ -227,11 +242,24 @@ static void zt_cc_build_mem(zt_cclist_t *l, int n, int mem, const zt_ccmatrix_t 
         c.coll = bigs[i].coll;
         c.dtype = bigs[i].dtype;
         c.op = bigs[i].op;
-        c.count = m->big / (uint64_t)bigs[i].div;
+        c.count = count / (uint64_t)bigs[i].div;
         c.vshape = bigs[i].vshape;
         c.in_place = bigs[i].in_place;
         c.root = (int)i % n;
         zt_cc_add(l, c);
+    }
+}
+
+/* The cases of one memory kind (zero-copy or plain), in a fixed order (the
+ * seeds are drawn in it). */
+static void zt_cc_build_mem(zt_cclist_t *l, int n, int mem, const zt_ccmatrix_t *m)
+{
+    const zt_cc_t z = {.mem = mem, .misalign = 1, .vshape = ZT_V_UNEVEN};
+    zt_cc_build_reductions(l, n, z, m);
+    zt_cc_build_copies(l, n, z);
+    zt_cc_build_special(l, n, z);
+    if (m->big != 0) {
+        zt_cc_build_big(l, n, z, m->big);
     }
 }
 
