@@ -41,7 +41,19 @@ cc "$src/tests/install/prog.c" \
    $(PKG_CONFIG_PATH="$tmp/p/lib64/pkgconfig" pkg-config --cflags --libs hccl) \
    -Wl,-rpath,"$tmp/p/lib" -o "$tmp/pc64"
 "$tmp/pc64"
-cmake -S "$src/tests/install" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/p" >/dev/null
+# The package version: this minor is accepted, an older one is not, as
+# SameMajorVersion would (SameMinorVersion: before 1.0 a minor release may
+# break the API). At minor 0 the next one stands in.
+ver=$(sed -n 's/^set(PACKAGE_VERSION "\(.*\)")$/\1/p' "$tmp/p/lib/cmake/zccl/zcclConfigVersion.cmake")
+major=${ver%%.*}
+minor=$(echo "$ver" | cut -d. -f2)
+other=$((minor > 0 ? minor - 1 : minor + 1))
+if cmake -S "$src/tests/install" -B "$tmp/other" -DCMAKE_PREFIX_PATH="$tmp/p" \
+        -DZCCL_REQUEST="$major.$other" >/dev/null 2>&1; then
+    echo "find_package(zccl $major.$other) accepted zccl $ver"; exit 1
+fi
+cmake -S "$src/tests/install" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/p" \
+    -DZCCL_REQUEST="$major.$minor" >/dev/null
 cmake --build "$tmp/consumer" >/dev/null
 "$tmp/consumer/consumer"
 cmake -S "$src/tests/install" -B "$tmp/consumer64" -Dzccl_DIR="$tmp/p/lib64/cmake/zccl" >/dev/null
@@ -60,4 +72,4 @@ cc "$src/tests/install/prog.c" \
 cmake -S "$src/tests/install" -B "$tmp/qconsumer64" -Dzccl_DIR="$tmp/q/lib64/cmake/zccl" >/dev/null
 cmake --build "$tmp/qconsumer64" >/dev/null
 "$tmp/qconsumer64/consumer"
-echo "install check: headers, lib/ and lib64/ libraries, pkg-config and find_package(zccl) work"
+echo "install check: headers, lib/ and lib64/ libraries, pkg-config and find_package(zccl $major.$minor) work"
