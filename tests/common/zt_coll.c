@@ -163,94 +163,86 @@ static void zt_cc_plan_in_place(const zt_cc_t *c, zt_cplan_t *p, uint64_t ns, ui
     p->outer = zt_cc_max(so + ns, ro + nr) * p->es;
 }
 
-int zt_cc_plan(const zt_cc_t *c0, int n, int rank, int dev, zt_cplan_t *p)
+/* The one field the deviating rank of a mismatch case changes. */
+static void zt_cc_deviate(zt_cc_t *c, int n)
 {
-    zt_cc_t c = *c0;
-    memset(p, 0, sizeof(*p));
-    if (n < 1 || n > ZT_CC_MAXR || zt_dtype_size(c.dtype) == 0) {
-        return -1;
+    switch (c->deviate) {
+    case ZT_DEV_COUNT:
+        c->count++;
+        break;
+    case ZT_DEV_DTYPE:
+        c->dtype = zt_cc_alt_dtype(c->dtype, 0);
+        break;
+    case ZT_DEV_DSIZE:
+        c->dtype = zt_cc_alt_dtype(c->dtype, 1);
+        break;
+    case ZT_DEV_OP:
+        c->op = (c->op + 1) % 4;
+        break;
+    case ZT_DEV_ROOT:
+        c->root = (c->root + 1) % n;
+        break;
+    default:
+        break;
     }
-    int deviant = dev && c.deviate != ZT_DEV_NONE && n > 1 && rank == n - 1;
-    if (deviant) {
-        switch (c.deviate) {
-        case ZT_DEV_COUNT:
-            c.count++;
-            break;
-        case ZT_DEV_DTYPE:
-            c.dtype = zt_cc_alt_dtype(c.dtype, 0);
-            break;
-        case ZT_DEV_DSIZE:
-            c.dtype = zt_cc_alt_dtype(c.dtype, 1);
-            break;
-        case ZT_DEV_OP:
-            c.op = (c.op + 1) % 4;
-            break;
-        case ZT_DEV_ROOT:
-            c.root = (c.root + 1) % n;
-            break;
-        default:
-            break;
-        }
-    }
-    int vdev = deviant && c.deviate == ZT_DEV_VARRAY;
-    p->n = n;
-    p->rank = rank;
-    p->dtype = c.dtype;
-    p->op = c.op;
-    p->root = c.root;
-    p->es = zt_dtype_size(c.dtype);
-    p->zc = c.mem == ZT_MEM_ZC || (c.mem == ZT_MEM_MIXED && rank != 0);
-    p->count = c.count;
-    int is_root = rank == c.root;
+}
+
+/* This rank's counts and displacements (p), and the elements of its input and
+ * output regions (*ns, *nr) and of what the library reads and writes there
+ * (*ls, *lr). vdev: this rank deviates in a V array. Returns 0 or -1. */
+static int zt_cc_plan_counts(const zt_cc_t *c, int n, int rank, int vdev, zt_cplan_t *p,
+                             uint64_t *ns_out, uint64_t *nr_out, uint64_t *ls_out, uint64_t *lr_out)
+{
+    int is_root = rank == c->root;
     uint64_t un = (uint64_t)n;
     uint64_t ns = 0; /* elements of the input region */
     uint64_t nr = 0; /* elements of the output region */
     uint64_t ls = 0; /* elements the library reads / writes on this rank */
     uint64_t lr = 0;
-    switch (c.coll) {
+    switch (c->coll) {
     case ZT_CC_REDUCESCATTER:
-        ns = ls = un * c.count;
-        nr = lr = c.count;
+        ns = ls = un * c->count;
+        nr = lr = c->count;
         break;
     case ZT_CC_REDUCESCATTERV:
         for (int q = 0; q < n; q++) {
-            p->scnt[q] = zt_cc_cnt1(&c, n, q);
+            p->scnt[q] = zt_cc_cnt1(c, n, q);
         }
         p->scnt[0] += (uint64_t)vdev; /* the deviant is never rank 0 */
         ns = ls = zt_cc_layout(p->scnt, n, rank, 0, 0, p->sdsp);
         p->count = nr = lr = p->scnt[rank];
         break;
     case ZT_CC_REDUCE:
-        ns = ls = nr = c.count;
-        lr = is_root ? c.count : 0;
-        p->recv_null = !is_root && c.null_ignored;
+        ns = ls = nr = c->count;
+        lr = is_root ? c->count : 0;
+        p->recv_null = !is_root && c->null_ignored;
         break;
     case ZT_CC_BROADCAST:
-        ns = ls = nr = lr = c.count;
+        ns = ls = nr = lr = c->count;
         break;
     case ZT_CC_SCATTER:
-        ns = un * c.count;
+        ns = un * c->count;
         ls = is_root ? ns : 0;
-        nr = lr = c.count;
-        p->send_null = !is_root && c.null_ignored;
+        nr = lr = c->count;
+        p->send_null = !is_root && c->null_ignored;
         break;
     case ZT_CC_ALLGATHERV:
         for (int q = 0; q < n; q++) {
-            p->rcnt[q] = zt_cc_cnt1(&c, n, q);
+            p->rcnt[q] = zt_cc_cnt1(c, n, q);
         }
         p->rcnt[0] += (uint64_t)vdev;
         nr = lr = zt_cc_layout(p->rcnt, n, rank, 1, 0, p->rdsp);
         p->count = ns = ls = p->rcnt[rank];
         break;
     case ZT_CC_ALLTOALL:
-        ns = ls = nr = lr = un * c.count;
+        ns = ls = nr = lr = un * c->count;
         break;
     case ZT_CC_ALLTOALLV:
     case ZT_CC_ALLTOALLVC: {
-        int packed = c.coll == ZT_CC_ALLTOALLVC;
+        int packed = c->coll == ZT_CC_ALLTOALLVC;
         for (int i = 0; i < n; i++) {
             for (int j = 0; j < n; j++) {
-                p->mat[i * n + j] = zt_cc_cnt2(&c, n, i, j);
+                p->mat[i * n + j] = zt_cc_cnt2(c, n, i, j);
             }
         }
         p->mat[rank] += (uint64_t)vdev; /* entry [0][deviant]: what rank 0 sends it */
@@ -263,6 +255,40 @@ int zt_cc_plan(const zt_cc_t *c0, int n, int rank, int dev, zt_cplan_t *p)
         break;
     }
     default:
+        return -1;
+    }
+    *ns_out = ns;
+    *nr_out = nr;
+    *ls_out = ls;
+    *lr_out = lr;
+    return 0;
+}
+
+int zt_cc_plan(const zt_cc_t *c0, int n, int rank, int dev, zt_cplan_t *p)
+{
+    zt_cc_t c = *c0;
+    memset(p, 0, sizeof(*p));
+    if (n < 1 || n > ZT_CC_MAXR || zt_dtype_size(c.dtype) == 0) {
+        return -1;
+    }
+    int deviant = dev && c.deviate != ZT_DEV_NONE && n > 1 && rank == n - 1;
+    if (deviant) {
+        zt_cc_deviate(&c, n);
+    }
+    int vdev = deviant && c.deviate == ZT_DEV_VARRAY;
+    p->n = n;
+    p->rank = rank;
+    p->dtype = c.dtype;
+    p->op = c.op;
+    p->root = c.root;
+    p->es = zt_dtype_size(c.dtype);
+    p->zc = c.mem == ZT_MEM_ZC || (c.mem == ZT_MEM_MIXED && rank != 0);
+    p->count = c.count;
+    uint64_t ns = 0; /* elements of the input region */
+    uint64_t nr = 0; /* elements of the output region */
+    uint64_t ls = 0; /* elements the library reads / writes on this rank */
+    uint64_t lr = 0;
+    if (zt_cc_plan_counts(&c, n, rank, vdev, p, &ns, &nr, &ls, &lr) != 0) {
         return -1;
     }
     p->in_place = c.coll == ZT_CC_BROADCAST ? 1 : c.in_place;

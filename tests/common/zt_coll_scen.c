@@ -472,131 +472,206 @@ int zt_cc_mismatch_run(zt_env_t *env, const zt_ccmismatch_t *mm)
     return fails;
 }
 
-int zt_cc_badargs_run(zt_env_t *env)
-{
-    zt_bad_t b = {env, 0, 0};
-    int n = env->nranks;
-    uint32_t me = (uint32_t)env->rank;
-    uint32_t un = (uint32_t)n;
-    if (env->half == 0 && zt_env_arena(env, 1 << 16) != 0) {
-        return 1;
-    }
-    unsigned char *s = env->plain + ZT_CC_ROOM;
-    unsigned char *r = env->plain + env->half + ZT_CC_ROOM;
-    memset(r - ZT_CC_GUARD, ZT_CC_SENT, 4096 + 2 * ZT_CC_GUARD);
-    HcclComm cm = env->comm;
-    aclrtStream st = env->stream;
-    const HcclDataType i32 = HCCL_DATA_TYPE_INT32;
-    const HcclDataType f32 = HCCL_DATA_TYPE_FP32;
-    const HcclReduceOp sum = HCCL_REDUCE_SUM;
+/* What the argument checks pass: plain buffers, count and displacement
+ * arrays that fit them, and arrays whose entries run past any buffer. */
+typedef struct {
+    zt_bad_t b;
+    unsigned char *s;
+    unsigned char *r;
+    HcclComm cm;
+    aclrtStream st;
+    uint32_t me;
+    uint32_t un;
     uint64_t cnt[ZT_CC_MAXR];
     uint64_t dsp[ZT_CC_MAXR];
     uint64_t huge[ZT_CC_MAXR];
     uint64_t mat[ZT_CC_MAXR * ZT_CC_MAXR];
-    uint64_t zero[ZT_CC_MAXR] = {0};
-    for (int q = 0; q < n; q++) {
-        cnt[q] = 4;
-        dsp[q] = 4 * (uint64_t)q;
-        huge[q] = UINT64_MAX / 2;
-        for (int j = 0; j < n; j++) {
-            mat[q * n + j] = 4;
-        }
-    }
+    uint64_t zero[ZT_CC_MAXR];
+} zt_badargs_t;
+
+/* NULL communicators, buffers and arrays: HCCL_E_PTR. */
+static void zt_badargs_null(zt_badargs_t *a)
+{
+    unsigned char *s = a->s;
+    unsigned char *r = a->r;
+    HcclComm cm = a->cm;
+    aclrtStream st = a->st;
+    uint32_t me = a->me;
+    const HcclDataType i32 = HCCL_DATA_TYPE_INT32;
+    const HcclReduceOp sum = HCCL_REDUCE_SUM;
+    uint64_t *cnt = a->cnt;
+    uint64_t *dsp = a->dsp;
+    uint64_t *mat = a->mat;
+    zt_bad_t *b = &a->b;
     /* A NULL communicator. */
-    ZT_BAD(&b, HcclReduceScatter(s, r, 4, i32, sum, NULL, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclReduceScatterV(s, cnt, dsp, r, 4, i32, sum, NULL, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclReduce(s, r, 4, i32, sum, 0, NULL, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclBroadcast(s, 4, i32, 0, NULL, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclScatter(s, r, 4, i32, 0, NULL, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAllGatherV(s, 4, r, cnt, dsp, i32, NULL, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAlltoAll(s, 4, i32, r, 4, i32, NULL, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAlltoAllV(s, cnt, dsp, i32, r, cnt, dsp, i32, NULL, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAlltoAllVC(s, mat, i32, r, i32, NULL, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclReduceScatter(s, r, 4, i32, sum, NULL, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclReduceScatterV(s, cnt, dsp, r, 4, i32, sum, NULL, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclReduce(s, r, 4, i32, sum, 0, NULL, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclBroadcast(s, 4, i32, 0, NULL, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclScatter(s, r, 4, i32, 0, NULL, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAllGatherV(s, 4, r, cnt, dsp, i32, NULL, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAlltoAll(s, 4, i32, r, 4, i32, NULL, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAlltoAllV(s, cnt, dsp, i32, r, cnt, dsp, i32, NULL, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAlltoAllVC(s, mat, i32, r, i32, NULL, st), HCCL_E_PTR);
     /* NULL buffers with elements to move, NULL count arrays. */
-    ZT_BAD(&b, HcclReduceScatter(NULL, r, 4, i32, sum, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclReduceScatter(s, NULL, 4, i32, sum, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclReduceScatterV(NULL, cnt, dsp, r, 4, i32, sum, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclReduceScatterV(s, cnt, dsp, NULL, 4, i32, sum, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclReduceScatterV(s, NULL, dsp, r, 4, i32, sum, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclReduceScatterV(s, cnt, NULL, r, 4, i32, sum, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclReduce(NULL, r, 4, i32, sum, 0, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclReduce(s, NULL, 4, i32, sum, me, cm, st), HCCL_E_PTR); /* NULL at the root */
-    ZT_BAD(&b, HcclBroadcast(NULL, 4, i32, 0, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclScatter(NULL, r, 4, i32, me, cm, st), HCCL_E_PTR); /* NULL at the root */
-    ZT_BAD(&b, HcclScatter(s, NULL, 4, i32, 0, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAllGatherV(NULL, 4, r, cnt, dsp, i32, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAllGatherV(s, 4, NULL, cnt, dsp, i32, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAllGatherV(s, 4, r, NULL, dsp, i32, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAllGatherV(s, 4, r, cnt, NULL, i32, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAlltoAll(NULL, 4, i32, r, 4, i32, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAlltoAll(s, 4, i32, NULL, 4, i32, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAlltoAllV(NULL, cnt, dsp, i32, r, cnt, dsp, i32, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAlltoAllV(s, cnt, dsp, i32, NULL, cnt, dsp, i32, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAlltoAllV(s, NULL, dsp, i32, r, cnt, dsp, i32, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAlltoAllV(s, cnt, NULL, i32, r, cnt, dsp, i32, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAlltoAllV(s, cnt, dsp, i32, r, NULL, dsp, i32, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAlltoAllV(s, cnt, dsp, i32, r, cnt, NULL, i32, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAlltoAllVC(s, NULL, i32, r, i32, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAlltoAllVC(NULL, mat, i32, r, i32, cm, st), HCCL_E_PTR);
-    ZT_BAD(&b, HcclAlltoAllVC(s, mat, i32, NULL, i32, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclReduceScatter(NULL, r, 4, i32, sum, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclReduceScatter(s, NULL, 4, i32, sum, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclReduceScatterV(NULL, cnt, dsp, r, 4, i32, sum, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclReduceScatterV(s, cnt, dsp, NULL, 4, i32, sum, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclReduceScatterV(s, NULL, dsp, r, 4, i32, sum, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclReduceScatterV(s, cnt, NULL, r, 4, i32, sum, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclReduce(NULL, r, 4, i32, sum, 0, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclReduce(s, NULL, 4, i32, sum, me, cm, st), HCCL_E_PTR); /* NULL at the root */
+    ZT_BAD(b, HcclBroadcast(NULL, 4, i32, 0, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclScatter(NULL, r, 4, i32, me, cm, st), HCCL_E_PTR); /* NULL at the root */
+    ZT_BAD(b, HcclScatter(s, NULL, 4, i32, 0, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAllGatherV(NULL, 4, r, cnt, dsp, i32, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAllGatherV(s, 4, NULL, cnt, dsp, i32, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAllGatherV(s, 4, r, NULL, dsp, i32, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAllGatherV(s, 4, r, cnt, NULL, i32, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAlltoAll(NULL, 4, i32, r, 4, i32, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAlltoAll(s, 4, i32, NULL, 4, i32, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAlltoAllV(NULL, cnt, dsp, i32, r, cnt, dsp, i32, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAlltoAllV(s, cnt, dsp, i32, NULL, cnt, dsp, i32, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAlltoAllV(s, NULL, dsp, i32, r, cnt, dsp, i32, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAlltoAllV(s, cnt, NULL, i32, r, cnt, dsp, i32, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAlltoAllV(s, cnt, dsp, i32, r, NULL, dsp, i32, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAlltoAllV(s, cnt, dsp, i32, r, cnt, NULL, i32, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAlltoAllVC(s, NULL, i32, r, i32, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAlltoAllVC(NULL, mat, i32, r, i32, cm, st), HCCL_E_PTR);
+    ZT_BAD(b, HcclAlltoAllVC(s, mat, i32, NULL, i32, cm, st), HCCL_E_PTR);
+}
+
+/* Roots, own counts and extents out of range: HCCL_E_PARA. */
+static void zt_badargs_range(zt_badargs_t *a)
+{
+    unsigned char *s = a->s;
+    unsigned char *r = a->r;
+    HcclComm cm = a->cm;
+    aclrtStream st = a->st;
+    uint32_t me = a->me;
+    uint32_t un = a->un;
+    const HcclDataType i32 = HCCL_DATA_TYPE_INT32;
+    const HcclDataType f32 = HCCL_DATA_TYPE_FP32;
+    const HcclReduceOp sum = HCCL_REDUCE_SUM;
+    uint64_t *cnt = a->cnt;
+    uint64_t *dsp = a->dsp;
+    uint64_t *huge = a->huge;
+    uint64_t *mat = a->mat;
+    zt_bad_t *b = &a->b;
     /* Roots outside the communicator. */
     uint32_t roots[2] = {un, UINT32_MAX};
     for (int k = 0; k < 2; k++) {
-        ZT_BAD(&b, HcclReduce(s, r, 4, i32, sum, roots[k], cm, st), HCCL_E_PARA);
-        ZT_BAD(&b, HcclBroadcast(s, 4, i32, roots[k], cm, st), HCCL_E_PARA);
-        ZT_BAD(&b, HcclScatter(s, r, 4, i32, roots[k], cm, st), HCCL_E_PARA);
+        ZT_BAD(b, HcclReduce(s, r, 4, i32, sum, roots[k], cm, st), HCCL_E_PARA);
+        ZT_BAD(b, HcclBroadcast(s, 4, i32, roots[k], cm, st), HCCL_E_PARA);
+        ZT_BAD(b, HcclScatter(s, r, 4, i32, roots[k], cm, st), HCCL_E_PARA);
     }
     /* This rank's own entry must match its count; AlltoAll sides must match. */
-    ZT_BAD(&b, HcclAllGatherV(s, 5, r, cnt, dsp, i32, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclReduceScatterV(s, cnt, dsp, r, 3, i32, sum, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclAlltoAll(s, 4, i32, r, 3, i32, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclAlltoAll(s, 4, i32, r, 4, f32, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclAlltoAllV(s, cnt, dsp, i32, r, cnt, dsp, f32, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclAlltoAllVC(s, mat, i32, r, f32, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclAllGatherV(s, 5, r, cnt, dsp, i32, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclReduceScatterV(s, cnt, dsp, r, 3, i32, sum, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclAlltoAll(s, 4, i32, r, 3, i32, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclAlltoAll(s, 4, i32, r, 4, f32, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclAlltoAllV(s, cnt, dsp, i32, r, cnt, dsp, f32, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclAlltoAllVC(s, mat, i32, r, f32, cm, st), HCCL_E_PARA);
     /* Counts and displacements past any buffer. */
-    ZT_BAD(&b, HcclReduceScatter(s, r, UINT64_MAX / 3, i32, sum, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclBroadcast(s, UINT64_MAX / 2, i32, 0, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclScatter(s, r, UINT64_MAX / 3, i32, 0, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclReduce(s, r, UINT64_MAX / 2, i32, sum, 0, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclAlltoAll(s, UINT64_MAX / 3, i32, r, UINT64_MAX / 3, i32, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclAllGatherV(s, 4, r, cnt, huge, i32, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclReduceScatterV(s, cnt, huge, r, 4, i32, sum, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclAlltoAllV(s, huge, dsp, i32, r, cnt, dsp, i32, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclAlltoAllV(s, cnt, dsp, i32, r, cnt, huge, i32, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclReduceScatter(s, r, UINT64_MAX / 3, i32, sum, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclBroadcast(s, UINT64_MAX / 2, i32, 0, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclScatter(s, r, UINT64_MAX / 3, i32, 0, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclReduce(s, r, UINT64_MAX / 2, i32, sum, 0, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclAlltoAll(s, UINT64_MAX / 3, i32, r, UINT64_MAX / 3, i32, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclAllGatherV(s, 4, r, cnt, huge, i32, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclReduceScatterV(s, cnt, huge, r, 4, i32, sum, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclAlltoAllV(s, huge, dsp, i32, r, cnt, dsp, i32, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclAlltoAllV(s, cnt, dsp, i32, r, cnt, huge, i32, cm, st), HCCL_E_PARA);
     mat[me] = UINT64_MAX / 2; /* row 0 column me: what this rank receives from rank 0 */
-    ZT_BAD(&b, HcclAlltoAllVC(s, mat, i32, r, i32, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclAlltoAllVC(s, mat, i32, r, i32, cm, st), HCCL_E_PARA);
     mat[me] = 4;
+}
+
+/* Unknown types and reductions (HCCL_E_PARA); reductions a type cannot do
+ * (HCCL_E_NOT_SUPPORT). */
+static void zt_badargs_types(zt_badargs_t *a)
+{
+    unsigned char *s = a->s;
+    unsigned char *r = a->r;
+    HcclComm cm = a->cm;
+    aclrtStream st = a->st;
+    const HcclDataType i32 = HCCL_DATA_TYPE_INT32;
+    const HcclReduceOp sum = HCCL_REDUCE_SUM;
+    uint64_t *cnt = a->cnt;
+    uint64_t *dsp = a->dsp;
+    zt_bad_t *b = &a->b;
     /* Unknown types and reductions; reductions a type cannot do. */
-    ZT_BAD(&b, HcclReduceScatter(s, r, 4, (HcclDataType)99, sum, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclReduceScatter(s, r, 4, i32, (HcclReduceOp)7, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclReduceScatterV(s, cnt, dsp, r, 4, i32, (HcclReduceOp)4, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclReduce(s, r, 4, (HcclDataType)99, sum, 0, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclBroadcast(s, 4, (HcclDataType)99, 0, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclScatter(s, r, 4, (HcclDataType)99, 0, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclAllGatherV(s, 4, r, cnt, dsp, (HcclDataType)99, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclAlltoAll(s, 4, (HcclDataType)99, r, 4, (HcclDataType)99, cm, st), HCCL_E_PARA);
-    ZT_BAD(&b, HcclAlltoAllV(s, cnt, dsp, (HcclDataType)99, r, cnt, dsp, (HcclDataType)99, cm, st),
+    ZT_BAD(b, HcclReduceScatter(s, r, 4, (HcclDataType)99, sum, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclReduceScatter(s, r, 4, i32, (HcclReduceOp)7, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclReduceScatterV(s, cnt, dsp, r, 4, i32, (HcclReduceOp)4, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclReduce(s, r, 4, (HcclDataType)99, sum, 0, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclBroadcast(s, 4, (HcclDataType)99, 0, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclScatter(s, r, 4, (HcclDataType)99, 0, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclAllGatherV(s, 4, r, cnt, dsp, (HcclDataType)99, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclAlltoAll(s, 4, (HcclDataType)99, r, 4, (HcclDataType)99, cm, st), HCCL_E_PARA);
+    ZT_BAD(b, HcclAlltoAllV(s, cnt, dsp, (HcclDataType)99, r, cnt, dsp, (HcclDataType)99, cm, st),
            HCCL_E_PARA);
-    ZT_BAD(&b, HcclReduceScatter(s, r, 4, HCCL_DATA_TYPE_INT128, sum, cm, st), HCCL_E_NOT_SUPPORT);
-    ZT_BAD(&b, HcclReduce(s, r, 4, HCCL_DATA_TYPE_FP8E4M3, HCCL_REDUCE_PROD, 0, cm, st),
+    ZT_BAD(b, HcclReduceScatter(s, r, 4, HCCL_DATA_TYPE_INT128, sum, cm, st), HCCL_E_NOT_SUPPORT);
+    ZT_BAD(b, HcclReduce(s, r, 4, HCCL_DATA_TYPE_FP8E4M3, HCCL_REDUCE_PROD, 0, cm, st),
            HCCL_E_NOT_SUPPORT);
-    ZT_BAD(&b, HcclReduceScatterV(s, cnt, dsp, r, 4, HCCL_DATA_TYPE_HIF8, sum, cm, st),
+    ZT_BAD(b, HcclReduceScatterV(s, cnt, dsp, r, 4, HCCL_DATA_TYPE_HIF8, sum, cm, st),
            HCCL_E_NOT_SUPPORT);
+}
+
+/* Nothing written by the refused calls; then the legal calls with nothing to
+ * move and NULL buffers: real ops, on every rank. */
+static void zt_badargs_after(zt_badargs_t *a)
+{
+    zt_bad_t *b = &a->b;
+    unsigned char *r = a->r;
+    HcclComm cm = a->cm;
+    aclrtStream st = a->st;
+    const HcclDataType i32 = HCCL_DATA_TYPE_INT32;
+    const HcclReduceOp sum = HCCL_REDUCE_SUM;
+    uint64_t *dsp = a->dsp;
+    uint64_t *zero = a->zero;
     /* Nothing was written by any refused call. */
     const unsigned char *g = r - ZT_CC_GUARD;
     for (size_t i = 0; i < 4096 + 2 * ZT_CC_GUARD; i++) {
         if (g[i] != ZT_CC_SENT) {
-            zt_report(env, "a refused call wrote byte %ld of its output", (long)i - ZT_CC_GUARD);
-            b.fails++;
+            zt_report(b->env, "a refused call wrote byte %ld of its output", (long)i - ZT_CC_GUARD);
+            b->fails++;
             break;
         }
     }
     /* Legal calls with nothing to move and NULL buffers: real ops, every rank. */
-    ZT_BAD(&b, HcclBroadcast(NULL, 0, i32, 0, cm, st), HCCL_SUCCESS);
-    ZT_BAD(&b, HcclAllGatherV(NULL, 0, NULL, zero, dsp, i32, cm, st), HCCL_SUCCESS);
-    ZT_BAD(&b, HcclAlltoAllV(NULL, zero, dsp, i32, NULL, zero, dsp, i32, cm, st), HCCL_SUCCESS);
-    ZT_BAD(&b, HcclReduceScatterV(NULL, zero, dsp, NULL, 0, i32, sum, cm, st), HCCL_SUCCESS);
-    ZT_BAD(&b, aclrtSynchronizeStream(st), ACL_SUCCESS);
+    ZT_BAD(b, HcclBroadcast(NULL, 0, i32, 0, cm, st), HCCL_SUCCESS);
+    ZT_BAD(b, HcclAllGatherV(NULL, 0, NULL, zero, dsp, i32, cm, st), HCCL_SUCCESS);
+    ZT_BAD(b, HcclAlltoAllV(NULL, zero, dsp, i32, NULL, zero, dsp, i32, cm, st), HCCL_SUCCESS);
+    ZT_BAD(b, HcclReduceScatterV(NULL, zero, dsp, NULL, 0, i32, sum, cm, st), HCCL_SUCCESS);
+    ZT_BAD(b, aclrtSynchronizeStream(st), ACL_SUCCESS);
+}
+
+int zt_cc_badargs_run(zt_env_t *env)
+{
+    zt_badargs_t a = {.b = {env, 0, 0}, .cm = env->comm, .st = env->stream};
+    int n = env->nranks;
+    a.me = (uint32_t)env->rank;
+    a.un = (uint32_t)n;
+    if (env->half == 0 && zt_env_arena(env, 1 << 16) != 0) {
+        return 1;
+    }
+    a.s = env->plain + ZT_CC_ROOM;
+    a.r = env->plain + env->half + ZT_CC_ROOM;
+    memset(a.r - ZT_CC_GUARD, ZT_CC_SENT, 4096 + 2 * ZT_CC_GUARD);
+    for (int q = 0; q < n; q++) {
+        a.cnt[q] = 4;
+        a.dsp[q] = 4 * (uint64_t)q;
+        a.huge[q] = UINT64_MAX / 2;
+        for (int j = 0; j < n; j++) {
+            a.mat[q * n + j] = 4;
+        }
+    }
+    zt_badargs_null(&a);
+    zt_badargs_range(&a);
+    zt_badargs_types(&a);
+    zt_badargs_after(&a);
     /* The communicator is still in step: a checked op works. */
     zt_cc_t ok = {.coll = ZT_CC_ALLTOALLV,
                   .dtype = HCCL_DATA_TYPE_INT32,
@@ -605,12 +680,12 @@ int zt_cc_badargs_run(zt_env_t *env)
                   .mem = ZT_MEM_PLAIN,
                   .misalign = 1,
                   .seed = 0xbadc0de};
-    b.cases++;
-    b.fails += zt_cc_run(env, &ok) != 0;
+    a.b.cases++;
+    a.b.fails += zt_cc_run(env, &ok) != 0;
     if (env->rank == 0) {
-        printf("collective argument checks np=%d: %d cases, %d failed on rank 0\n", n, b.cases,
-               b.fails);
+        printf("collective argument checks np=%d: %d cases, %d failed on rank 0\n", n, a.b.cases,
+               a.b.fails);
         fflush(stdout);
     }
-    return b.fails;
+    return a.b.fails;
 }
