@@ -5,9 +5,9 @@
 #
 # Every function declared in a public header must be exported in the public
 # version node ZCCL_0; every exported symbol must be either a public function
-# (node ZCCL_0) or a function declared in one of the private headers (node
-# ZCCL_PRIVATE_1, zccl's own libraries, tools and tests); nothing else, and
-# nothing unversioned. Declarations are read from the preprocessed header
+# (node ZCCL_0) or a function or extern variable declared in one of the
+# private headers (node ZCCL_PRIVATE_1, zccl's own libraries, tools and
+# tests); nothing else, and nothing unversioned. Declarations are read from the preprocessed header
 # (only the header's own lines, not what it includes; static inline functions,
 # typedefs and bodies left out).
 set -eu
@@ -30,7 +30,8 @@ decls() {
             keep { print }' |
         tr '\n' ' ' | sed -e ':a' -e 's/{[^{}]*}/;/g' -e 'ta' | tr ';' '\n' |
         grep -v -w -e typedef -e static -e _Static_assert |
-        sed -n 's/^[^(]*[^A-Za-z0-9_(]\([A-Za-z_][A-Za-z0-9_]*\)[[:space:]]*(.*/\1/p'
+        sed -n -e '/^[[:space:]]*extern[^(]*$/s/.*[^A-Za-z0-9_]\([A-Za-z_][A-Za-z0-9_]*\)[][0-9[:space:]]*$/\1/p' \
+            -e 's/^[^(]*[^A-Za-z0-9_(]\([A-Za-z_][A-Za-z0-9_]*\)[[:space:]]*(.*/\1/p'
 }
 
 : >"$tmp/pub"
