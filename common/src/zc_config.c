@@ -27,15 +27,10 @@ extern char **environ;
 static zc_config_t zc_cfg;
 static pthread_once_t zc_cfg_once = PTHREAD_ONCE_INIT;
 
-/* Each zccl library (libascendcl, libhccl, a tool) carries its own copy of
- * this file and loads the same environment into the same values. This one
- * function is exported, so the dynamic linker binds every copy's call to a
- * single definition (and its flag): only the first copy to load prints the
- * warnings (and ZCCL_PRINT_CONFIG). A function rather than an exported
- * variable, as one variable defined by two libraries is an ODR violation to
- * the sanitizers. */
-ZC_EXPORT int zccl_config_claim_warnings(void);
-ZC_EXPORT int zccl_config_claim_warnings(void)
+/* The warnings (and ZCCL_PRINT_CONFIG) are printed by the first load only.
+ * common is compiled once, into libascendcl, so this table is the process's
+ * one copy and needs no export to agree with other copies. */
+static int zccl_config_claim_warnings(void)
 {
     static atomic_int claimed;
     return atomic_exchange_explicit(&claimed, 1, memory_order_acq_rel) == 0;
