@@ -164,7 +164,10 @@ void zc_log_set_rank(int rank)
     }
 }
 
-int zc_log_get_rank(void) { return zc_log_rank; }
+int zc_log_get_rank(void)
+{
+    return zc_log_rank;
+}
 
 void zc_log_emit(zc_log_level_t level, unsigned subsys, const char *file, int line, const char *fmt,
                  ...)

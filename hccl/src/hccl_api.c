@@ -55,12 +55,12 @@ HcclResult zh_result(int st)
     }
 }
 
-#define ZH_PTR_OR_RETURN(ptr)                                                                  \
-    do {                                                                                       \
-        if ((ptr) == NULL) {                                                                   \
-            ZC_WARN(ZC_SUB_COMM, "%s: %s is NULL", __func__, #ptr);                            \
-            return HCCL_E_PTR;                                                                 \
-        }                                                                                      \
+#define ZH_PTR_OR_RETURN(ptr)                                                                      \
+    do {                                                                                           \
+        if ((ptr) == NULL) {                                                                       \
+            ZC_WARN(ZC_SUB_COMM, "%s: %s is NULL", __func__, #ptr);                                \
+            return HCCL_E_PTR;                                                                     \
+        }                                                                                          \
     } while (0)
 
 /* ---- error strings --------------------------------------------------------- */
@@ -68,33 +68,60 @@ HcclResult zh_result(int st)
 ZC_EXPORT const char *HcclGetErrorString(HcclResult code)
 {
     switch (code) {
-    case HCCL_SUCCESS: return "no error";
-    case HCCL_E_PARA: return "parameter error";
-    case HCCL_E_PTR: return "empty pointer";
-    case HCCL_E_MEMORY: return "memory error";
-    case HCCL_E_INTERNAL: return "internal error";
-    case HCCL_E_NOT_SUPPORT: return "not support feature";
-    case HCCL_E_NOT_FOUND: return "not found specific resource";
-    case HCCL_E_UNAVAIL: return "resource unavailable";
-    case HCCL_E_SYSCALL: return "call system interface error";
-    case HCCL_E_TIMEOUT: return "timeout";
-    case HCCL_E_OPEN_FILE_FAILURE: return "open file fail";
-    case HCCL_E_TCP_CONNECT: return "tcp connect fail";
-    case HCCL_E_ROCE_CONNECT: return "roce connect fail";
-    case HCCL_E_TCP_TRANSFER: return "tcp transfer fail";
-    case HCCL_E_ROCE_TRANSFER: return "roce transfer fail";
-    case HCCL_E_RUNTIME: return "call runtime api fail";
-    case HCCL_E_DRV: return "call driver api fail";
-    case HCCL_E_PROFILING: return "call profiling api fail";
-    case HCCL_E_CCE: return "call cce api fail";
-    case HCCL_E_NETWORK: return "call network api fail";
-    case HCCL_E_AGAIN: return "try again";
-    case HCCL_E_REMOTE: return "error cqe";
-    case HCCL_E_SUSPENDING: return "error communicator suspending";
-    case HCCL_E_OPRETRY_FAIL: return "retry constraint";
-    case HCCL_E_OOM: return "out of memory";
-    case HCCL_E_IN_STATUS: return "in status";
-    default: return "unknown error";
+    case HCCL_SUCCESS:
+        return "no error";
+    case HCCL_E_PARA:
+        return "parameter error";
+    case HCCL_E_PTR:
+        return "empty pointer";
+    case HCCL_E_MEMORY:
+        return "memory error";
+    case HCCL_E_INTERNAL:
+        return "internal error";
+    case HCCL_E_NOT_SUPPORT:
+        return "not support feature";
+    case HCCL_E_NOT_FOUND:
+        return "not found specific resource";
+    case HCCL_E_UNAVAIL:
+        return "resource unavailable";
+    case HCCL_E_SYSCALL:
+        return "call system interface error";
+    case HCCL_E_TIMEOUT:
+        return "timeout";
+    case HCCL_E_OPEN_FILE_FAILURE:
+        return "open file fail";
+    case HCCL_E_TCP_CONNECT:
+        return "tcp connect fail";
+    case HCCL_E_ROCE_CONNECT:
+        return "roce connect fail";
+    case HCCL_E_TCP_TRANSFER:
+        return "tcp transfer fail";
+    case HCCL_E_ROCE_TRANSFER:
+        return "roce transfer fail";
+    case HCCL_E_RUNTIME:
+        return "call runtime api fail";
+    case HCCL_E_DRV:
+        return "call driver api fail";
+    case HCCL_E_PROFILING:
+        return "call profiling api fail";
+    case HCCL_E_CCE:
+        return "call cce api fail";
+    case HCCL_E_NETWORK:
+        return "call network api fail";
+    case HCCL_E_AGAIN:
+        return "try again";
+    case HCCL_E_REMOTE:
+        return "error cqe";
+    case HCCL_E_SUSPENDING:
+        return "error communicator suspending";
+    case HCCL_E_OPRETRY_FAIL:
+        return "retry constraint";
+    case HCCL_E_OOM:
+        return "out of memory";
+    case HCCL_E_IN_STATUS:
+        return "in status";
+    default:
+        return "unknown error";
     }
 }
 
@@ -112,8 +139,10 @@ static HcclResult zh_init_checked(uint32_t nRanks, const HcclRootInfo *rootInfo,
     /* Local argument errors fail here, before any rank is contacted; ranks
      * that did join then see the session fail or time out at the root. */
     if (nRanks == 0 || nRanks > ZH_MAX_RANKS || rank >= nRanks) {
-        ZC_WARN(ZC_SUB_INIT, "HcclCommInitRootInfo: rank %u of nRanks %u is invalid (nRanks "
-                "1..%d, rank < nRanks)", rank, nRanks, ZH_MAX_RANKS);
+        ZC_WARN(ZC_SUB_INIT,
+                "HcclCommInitRootInfo: rank %u of nRanks %u is invalid (nRanks "
+                "1..%d, rank < nRanks)",
+                rank, nRanks, ZH_MAX_RANKS);
         return HCCL_E_PARA;
     }
     return zh_comm_init(nRanks, rootInfo, rank, config, comm);

@@ -31,8 +31,10 @@ static HcclResult zh_check_redop(const char *fn, int dtype, int op)
         return HCCL_E_PARA;
     }
     if (!coll_reducible(dtype, op)) {
-        ZC_WARN(ZC_SUB_COLL, "%s: reduction %d is not supported on dataType %d (int128 and the "
-                "8-bit float types are copy-only)", fn, op, dtype);
+        ZC_WARN(ZC_SUB_COLL,
+                "%s: reduction %d is not supported on dataType %d (int128 and the "
+                "8-bit float types are copy-only)",
+                fn, op, dtype);
         return HCCL_E_NOT_SUPPORT;
     }
     return HCCL_SUCCESS;
@@ -71,8 +73,8 @@ static HcclResult zh_check_root(const char *fn, const zh_comm_t *c, uint32_t roo
 }
 
 /* My own entry of a V array must equal the count I pass. */
-static HcclResult zh_check_own(const char *fn, const zh_comm_t *c, const char *mine,
-                               uint64_t count, const char *array, const uint64_t *v)
+static HcclResult zh_check_own(const char *fn, const zh_comm_t *c, const char *mine, uint64_t count,
+                               const char *array, const uint64_t *v)
 {
     if (v[c->rank] != count) {
         ZC_WARN(ZC_SUB_COLL, "%s: rank %d %s %llu differs from %s[%d] %llu", fn, c->rank, mine,
@@ -137,8 +139,10 @@ static HcclResult zh_coll_submit(zh_comm_t *c, const char *fn, const zh_shape_t 
     if (sh->has_root) {
         ZH_CHECK_RESULT(zh_check_root(fn, c, root));
     }
-    ZH_CHECK_RESULT(zh_bytes(fn, sh->count_name, count, sz, sh->send_mult ? sh->send_mult : n, &sb));
-    ZH_CHECK_RESULT(zh_bytes(fn, sh->count_name, count, sz, sh->recv_mult ? sh->recv_mult : n, &rb));
+    ZH_CHECK_RESULT(
+        zh_bytes(fn, sh->count_name, count, sz, sh->send_mult ? sh->send_mult : n, &sb));
+    ZH_CHECK_RESULT(
+        zh_bytes(fn, sh->count_name, count, sz, sh->recv_mult ? sh->recv_mult : n, &rb));
     if (sh->send_root_only && !is_root) {
         sb = 0;
     }
@@ -147,8 +151,16 @@ static HcclResult zh_coll_submit(zh_comm_t *c, const char *fn, const zh_shape_t 
     }
     ZH_CHECK_RESULT(zh_check_buf(fn, sh->send_name, send, sb));
     ZH_CHECK_RESULT(zh_check_buf(fn, sh->recv_name, recv, rb));
-    zh_op_t o = {sh->kind, dtype, sh->has_redop ? redop : 0, sh->has_root ? (int)root : 0,
-                 count, send, recv, sb, rb, {0}};
+    zh_op_t o = {sh->kind,
+                 dtype,
+                 sh->has_redop ? redop : 0,
+                 sh->has_root ? (int)root : 0,
+                 count,
+                 send,
+                 recv,
+                 sb,
+                 rb,
+                 {0}};
     return zh_op_submit(c, &o, stream);
 }
 
@@ -164,8 +176,8 @@ ZC_EXPORT HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count,
 ZC_EXPORT HcclResult HcclAllGather(void *sendBuf, void *recvBuf, uint64_t sendCount,
                                    HcclDataType dataType, HcclComm comm, aclrtStream stream)
 {
-    static const zh_shape_t sh = {ZH_OP_ALLGATHER, "sendCount", "sendBuf", "recvBuf", 1, 0, 0, 0,
-                                  0, 0};
+    static const zh_shape_t sh = {
+        ZH_OP_ALLGATHER, "sendCount", "sendBuf", "recvBuf", 1, 0, 0, 0, 0, 0};
     ZH_COMM_OR_RETURN(c, comm);
     return zh_coll_submit(c, __func__, &sh, dataType, 0, 0, sendCount, sendBuf, recvBuf, stream);
 }
@@ -174,8 +186,8 @@ ZC_EXPORT HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t re
                                        HcclDataType dataType, HcclReduceOp op, HcclComm comm,
                                        aclrtStream stream)
 {
-    static const zh_shape_t sh = {ZH_OP_REDUCESCATTER, "recvCount", "sendBuf", "recvBuf", 0, 1, 1,
-                                  0, 0, 0};
+    static const zh_shape_t sh = {
+        ZH_OP_REDUCESCATTER, "recvCount", "sendBuf", "recvBuf", 0, 1, 1, 0, 0, 0};
     ZH_COMM_OR_RETURN(c, comm);
     return zh_coll_submit(c, __func__, &sh, dataType, op, 0, recvCount, sendBuf, recvBuf, stream);
 }
@@ -188,9 +200,8 @@ ZC_EXPORT HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType dataT
     return zh_coll_submit(c, __func__, &sh, dataType, 0, root, count, buf, buf, stream);
 }
 
-ZC_EXPORT HcclResult HcclReduce(void *sendBuf, void *recvBuf, uint64_t count,
-                                HcclDataType dataType, HcclReduceOp op, uint32_t root,
-                                HcclComm comm, aclrtStream stream)
+ZC_EXPORT HcclResult HcclReduce(void *sendBuf, void *recvBuf, uint64_t count, HcclDataType dataType,
+                                HcclReduceOp op, uint32_t root, HcclComm comm, aclrtStream stream)
 {
     static const zh_shape_t sh = {ZH_OP_REDUCE, "count", "sendBuf", "recvBuf", 1, 1, 1, 1, 0, 1};
     ZH_COMM_OR_RETURN(c, comm);
@@ -201,11 +212,10 @@ ZC_EXPORT HcclResult HcclScatter(void *sendBuf, void *recvBuf, uint64_t recvCoun
                                  HcclDataType dataType, uint32_t root, HcclComm comm,
                                  aclrtStream stream)
 {
-    static const zh_shape_t sh = {ZH_OP_SCATTER, "recvCount", "sendBuf", "recvBuf", 0, 1, 0, 1, 1,
-                                  0};
+    static const zh_shape_t sh = {
+        ZH_OP_SCATTER, "recvCount", "sendBuf", "recvBuf", 0, 1, 0, 1, 1, 0};
     ZH_COMM_OR_RETURN(c, comm);
-    return zh_coll_submit(c, __func__, &sh, dataType, 0, root, recvCount, sendBuf, recvBuf,
-                          stream);
+    return zh_coll_submit(c, __func__, &sh, dataType, 0, root, recvCount, sendBuf, recvBuf, stream);
 }
 
 ZC_EXPORT HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *recvBuf,
@@ -224,8 +234,8 @@ ZC_EXPORT HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *rec
     ZH_CHECK_RESULT(zh_check_own(__func__, c, "sendCount", sendCount, "recvCounts", rc));
     ZH_CHECK_RESULT(zh_check_buf(__func__, "sendBuf", sendBuf, sb));
     ZH_CHECK_RESULT(zh_check_buf(__func__, "recvBuf", recvBuf, rb));
-    zh_op_t o = {ZH_OP_ALLGATHERV, dataType, 0, 0, sendCount, sendBuf, recvBuf, sb, rb,
-                 {NULL, NULL, rc, rd}};
+    zh_op_t o = {ZH_OP_ALLGATHERV, dataType, 0,  0,  sendCount,
+                 sendBuf,          recvBuf,  sb, rb, {NULL, NULL, rc, rd}};
     return zh_op_submit(c, &o, stream);
 }
 
@@ -273,8 +283,16 @@ ZC_EXPORT HcclResult HcclAlltoAll(const void *sendBuf, uint64_t sendCount, HcclD
     rb = sb;
     ZH_CHECK_RESULT(zh_check_buf(__func__, "sendBuf", sendBuf, sb));
     ZH_CHECK_RESULT(zh_check_buf(__func__, "recvBuf", recvBuf, rb));
-    zh_op_t o = {ZH_OP_ALLTOALL, sendType, 0, 0, sendCount, sendBuf, (void *)(uintptr_t)recvBuf,
-                 sb, rb, {0}};
+    zh_op_t o = {ZH_OP_ALLTOALL,
+                 sendType,
+                 0,
+                 0,
+                 sendCount,
+                 sendBuf,
+                 (void *)(uintptr_t)recvBuf,
+                 sb,
+                 rb,
+                 {0}};
     return zh_op_submit(c, &o, stream);
 }
 
@@ -298,8 +316,8 @@ static HcclResult zh_alltoallv(zh_comm_t *c, const char *fn, const void *sendBuf
     ZH_CHECK_RESULT(zh_extent(fn, "recv", c, rc, rd, sz, &rb));
     ZH_CHECK_RESULT(zh_check_buf(fn, "sendBuf", sendBuf, sb));
     ZH_CHECK_RESULT(zh_check_buf(fn, "recvBuf", recvBuf, rb));
-    zh_op_t o = {ZH_OP_ALLTOALLV, sendType, 0, 0, 0, sendBuf, (void *)(uintptr_t)recvBuf,
-                 sb, rb, {sc, sd, rc, rd}};
+    zh_op_t o = {ZH_OP_ALLTOALLV, sendType, 0, 0, 0, sendBuf, (void *)(uintptr_t)recvBuf, sb, rb,
+                 {sc, sd, rc, rd}};
     return zh_op_submit(c, &o, stream);
 }
 

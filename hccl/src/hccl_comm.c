@@ -181,15 +181,16 @@ HcclResult zh_comm_get(HcclComm comm, const char *fn, zh_comm_t **out)
 }
 
 /* Does a config of `size` bytes contain the field ending at `end`? */
-#define ZH_CFG_HAS(cfg, field)                                                                \
+#define ZH_CFG_HAS(cfg, field)                                                                     \
     ((cfg)->size >= offsetof(HcclCommConfig, field) + sizeof((cfg)->field))
 
 static int zh_comm_apply_config(zh_comm_t *c, const HcclCommConfig *cfg)
 {
     if (cfg->magicWord != HCCL_COMM_CONFIG_MAGIC_WORD) {
-        ZC_WARN(ZC_SUB_INIT, "rank %d: HcclCommConfig magic word is 0x%08x (want 0x%08x): "
-                "was HcclCommConfigInit called?", c->rank, cfg->magicWord,
-                HCCL_COMM_CONFIG_MAGIC_WORD);
+        ZC_WARN(ZC_SUB_INIT,
+                "rank %d: HcclCommConfig magic word is 0x%08x (want 0x%08x): "
+                "was HcclCommConfigInit called?",
+                c->rank, cfg->magicWord, HCCL_COMM_CONFIG_MAGIC_WORD);
         return ZC_ERR_INVAL;
     }
     if (cfg->size < HCCL_COMM_CONFIG_INFO_BYTES || cfg->version == 0) {
@@ -197,7 +198,8 @@ static int zh_comm_apply_config(zh_comm_t *c, const HcclCommConfig *cfg)
                 cfg->size, cfg->version);
         return ZC_ERR_INVAL;
     }
-    if (ZH_CFG_HAS(cfg, hcclBufferSize) && cfg->hcclBufferSize != HCCL_COMM_BUFFSIZE_CONFIG_NOT_SET) {
+    if (ZH_CFG_HAS(cfg, hcclBufferSize) &&
+        cfg->hcclBufferSize != HCCL_COMM_BUFFSIZE_CONFIG_NOT_SET) {
         if (cfg->hcclBufferSize == 0) {
             ZC_WARN(ZC_SUB_INIT, "rank %d: hcclBufferSize 0 MB is invalid (>= 1)", c->rank);
             return ZC_ERR_INVAL;
@@ -231,7 +233,8 @@ static int zh_comm_apply_config(zh_comm_t *c, const HcclCommConfig *cfg)
         c->exec_timeout_ns = (uint64_t)cfg->hcclExecTimeOut * 1000000000ull;
     }
     if (ZH_CFG_HAS(cfg, hcclSymWinMaxMemSizePerRank) && cfg->version >= 10) {
-        if (cfg->hcclSymWinMaxMemSizePerRank == 0 || cfg->hcclSymWinMaxMemSizePerRank > (1u << 20)) {
+        if (cfg->hcclSymWinMaxMemSizePerRank == 0 ||
+            cfg->hcclSymWinMaxMemSizePerRank > (1u << 20)) {
             ZC_WARN(ZC_SUB_INIT, "rank %d: hcclSymWinMaxMemSizePerRank %llu GB is invalid", c->rank,
                     (unsigned long long)cfg->hcclSymWinMaxMemSizePerRank);
             return ZC_ERR_INVAL;

@@ -57,8 +57,8 @@ ZC_EXPORT HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *
     if (aclrtGetDeviceCount(&count) == ACL_SUCCESS) {
         for (uint32_t i = 0; i < ndev; i++) {
             if (devices[i] < 0 || (uint32_t)devices[i] >= count) {
-                ZC_WARN(ZC_SUB_INIT, "HcclCommInitAll: devices[%u] = %d (count %u)", i,
-                        devices[i], count);
+                ZC_WARN(ZC_SUB_INIT, "HcclCommInitAll: devices[%u] = %d (count %u)", i, devices[i],
+                        count);
                 return HCCL_E_PARA;
             }
         }
@@ -108,15 +108,19 @@ ZC_EXPORT HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, u
     ZH_CHECK_RESULT(zh_comm_get(*comm, __func__, &c));
     if (rankNum == 0 || rankNum > (uint32_t)c->nranks || subCommRankId >= rankNum ||
         rankIds[subCommRankId] != (uint32_t)c->rank) {
-        ZC_WARN(ZC_SUB_INIT, "HcclCreateSubCommConfig: rank %d: rankNum %u, subCommRankId %u, "
-                "rankIds[subCommRankId] must be my parent rank", c->rank, rankNum, subCommRankId);
+        ZC_WARN(ZC_SUB_INIT,
+                "HcclCreateSubCommConfig: rank %d: rankNum %u, subCommRankId %u, "
+                "rankIds[subCommRankId] must be my parent rank",
+                c->rank, rankNum, subCommRankId);
         return HCCL_E_PARA;
     }
     for (uint32_t i = 0; i < rankNum; i++) {
         for (uint32_t j = 0; j < i; j++) {
             if (rankIds[i] >= (uint32_t)c->nranks || rankIds[i] == rankIds[j]) {
-                ZC_WARN(ZC_SUB_INIT, "HcclCreateSubCommConfig: rankIds[%u] = %u is out of range "
-                        "or repeated", i, rankIds[i]);
+                ZC_WARN(ZC_SUB_INIT,
+                        "HcclCreateSubCommConfig: rankIds[%u] = %u is out of range "
+                        "or repeated",
+                        i, rankIds[i]);
                 return HCCL_E_PARA;
             }
         }
@@ -148,9 +152,10 @@ ZC_EXPORT HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, u
             }
             if (!found) {
                 if (zc_time_ns() > deadline) {
-                    ZC_WARN(ZC_SUB_INIT, "HcclCreateSubCommConfig: rank %d: rank %u did not "
-                            "publish sub-communicator %llu in time", c->rank, rankIds[0],
-                            (unsigned long long)subCommId);
+                    ZC_WARN(ZC_SUB_INIT,
+                            "HcclCreateSubCommConfig: rank %d: rank %u did not "
+                            "publish sub-communicator %llu in time",
+                            c->rank, rankIds[0], (unsigned long long)subCommId);
                     return HCCL_E_TIMEOUT;
                 }
                 usleep(1000);
@@ -171,7 +176,7 @@ ZC_EXPORT HcclResult HcclCommSuspend(HcclComm comm)
     ZH_COMM_OR_RETURN(c, comm);
     (void)c;
     return zh_not_supported(__func__, "suspend/resume serves NPU link recovery, which a host "
-                            "communicator does not have");
+                                      "communicator does not have");
 }
 
 ZC_EXPORT HcclResult HcclCommResume(HcclComm comm)
@@ -179,5 +184,5 @@ ZC_EXPORT HcclResult HcclCommResume(HcclComm comm)
     ZH_COMM_OR_RETURN(c, comm);
     (void)c;
     return zh_not_supported(__func__, "suspend/resume serves NPU link recovery, which a host "
-                            "communicator does not have");
+                                      "communicator does not have");
 }

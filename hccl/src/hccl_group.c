@@ -69,8 +69,7 @@ static HcclResult zh_group_add(zh_comm_t *c, HcclComm handle, aclrtStream stream
 }
 
 static HcclResult zh_p2p_one(HcclComm comm, HcclSendRecvType type, void *buf, uint64_t count,
-                             HcclDataType dtype, uint32_t peer, aclrtStream stream,
-                             const char *fn)
+                             HcclDataType dtype, uint32_t peer, aclrtStream stream, const char *fn)
 {
     zh_comm_t *c = NULL;
     ZH_CHECK_RESULT(zh_comm_get(comm, fn, &c));

@@ -138,7 +138,7 @@ typedef struct {
 typedef struct {
     uint32_t seq;
     int32_t dtype;
-    uint32_t zc;     /* my buffer lies wholly in activated memory */
+    uint32_t zc; /* my buffer lies wholly in activated memory */
     int32_t pad;
     uint64_t count;
     uint64_t va;
@@ -174,11 +174,11 @@ typedef struct {
     zh_flag_t table;   /* seqlock over ranges/regions (odd = being written) */
     zh_flag_t closed;  /* 1 once the owner destroyed its communicator */
     zh_flag_t issued;  /* collectives my caller issued so far */
-    zh_post_t post[2];  /* by seq & 1 */
+    zh_post_t post[2]; /* by seq & 1 */
     _Alignas(ZC_CACHELINE) uint8_t idata[2][ZH_INLINE_MAX]; /* inline data, by seq & 1 */
-    uint64_t ccl_token; /* CCL buffer offer, 0 until created */
+    uint64_t ccl_token;                                     /* CCL buffer offer, 0 until created */
     uint64_t ccl_bytes;
-    zh_desc_t desc[2];  /* by seq & 1 */
+    zh_desc_t desc[2]; /* by seq & 1 */
     zh_range_t ranges[ZH_MAX_RANGES];
     zh_region_t regions[ZH_MAX_REGIONS];
     uint64_t p2p_token; /* staging buffer for buffered sends, 0 until created */
@@ -199,12 +199,12 @@ typedef struct {
 /* One peer as this rank sees it. */
 typedef struct {
     int32_t pid;
-    int pidfd;            /* liveness; -1 for same-process peers */
-    int same_proc;        /* addresses are valid as they are */
+    int pidfd;     /* liveness; -1 for same-process peers */
+    int same_proc; /* addresses are valid as they are */
     uint64_t ctrl_token;
-    zh_ctrl_t *ctrl;      /* the peer's control segment, mapped here */
-    void *ccl;            /* the peer's CCL buffer, mapped here (lazily) */
-    void *p2p_buf;        /* the peer's send staging buffer, mapped here (lazily) */
+    zh_ctrl_t *ctrl; /* the peer's control segment, mapped here */
+    void *ccl;       /* the peer's CCL buffer, mapped here (lazily) */
+    void *p2p_buf;   /* the peer's send staging buffer, mapped here (lazily) */
     size_t p2p_buf_bytes;
     uint32_t send_seq;    /* sends to this peer issued (caller thread) */
     uint32_t recv_seq;    /* receives from this peer issued (caller thread) */
@@ -222,7 +222,7 @@ typedef struct {
     uint32_t map_range[ZH_MAX_REGIONS];
     uint64_t map_va[ZH_MAX_REGIONS];
     uint64_t map_size[ZH_MAX_REGIONS];
-    uint32_t table_seen; /* peer's table seqlock value last swept */
+    uint32_t table_seen;  /* peer's table seqlock value last swept */
     uint32_t last_region; /* region index the last translation hit */
 } zh_peer_t;
 
@@ -234,7 +234,7 @@ typedef struct zh_comm {
     char name[ZH_NAME_MAX];
 
     /* settings in force for this comm (env table, overridden by config) */
-    uint64_t buffsize;       /* bytes */
+    uint64_t buffsize;        /* bytes */
     uint64_t exec_timeout_ns; /* 0 = never */
     uint32_t spin_iters;
     coll_tuning_t tune;
@@ -265,8 +265,8 @@ typedef struct zh_comm {
     /* control plane (caller thread), serialised */
     pthread_mutex_t lock;
     uint32_t ctrl_count;
-    int ranges_linked; /* the first (collective) SetMemoryRange is done */
-    int mem_attached;  /* sees the process's ranges and blocks (hccl_memrange.c) */
+    int ranges_linked;    /* the first (collective) SetMemoryRange is done */
+    int mem_attached;     /* sees the process's ranges and blocks (hccl_memrange.c) */
     uint64_t symwin_max;  /* bytes of symmetric heap per rank (hcclSymWinMaxMemSizePerRank) */
     uint64_t symwin_used; /* heap bytes handed out to windows so far */
     int ccl_fd;
@@ -295,16 +295,16 @@ HcclResult zh_result(int zc_status);
 HcclResult zh_comm_get(HcclComm comm, const char *fn, zh_comm_t **out);
 
 /* In an exported function: declare var and resolve comm into it, or return. */
-#define ZH_COMM_OR_RETURN(var, comm)                                                           \
-    zh_comm_t *var = NULL;                                                                     \
+#define ZH_COMM_OR_RETURN(var, comm)                                                               \
+    zh_comm_t *var = NULL;                                                                         \
     ZH_CHECK_RESULT(zh_comm_get((comm), __func__, &var))
 
-#define ZH_CHECK_RESULT(expr)                                                                  \
-    do {                                                                                       \
-        HcclResult zh_r_ = (expr);                                                             \
-        if (zh_r_ != HCCL_SUCCESS) {                                                           \
-            return zh_r_;                                                                      \
-        }                                                                                      \
+#define ZH_CHECK_RESULT(expr)                                                                      \
+    do {                                                                                           \
+        HcclResult zh_r_ = (expr);                                                                 \
+        if (zh_r_ != HCCL_SUCCESS) {                                                               \
+            return zh_r_;                                                                          \
+        }                                                                                          \
     } while (0)
 
 /* hccl_boot.c: root listener and rank bootstrap */

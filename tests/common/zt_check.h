@@ -106,11 +106,11 @@ typedef struct {
     int misalign;  /**< 1: buffers one element past an aligned address (3 bytes for 1-byte types) */
     int mode;      /**< ZT_FILL_EXACT or ZT_FILL_ROUNDING */
     uint64_t seed; /**< data selector */
-    int expect_buffered;   /**< zero-copy arena, but not activated: expect the buffered path */
+    int expect_buffered;    /**< zero-copy arena, but not activated: expect the buffered path */
     int expect_unsupported; /**< the call must return HCCL_E_NOT_SUPPORT, output untouched */
-    int same_data;         /**< every rank contributes rank 0's data (MAX / MIN only) */
-    int skip_counters;     /**< other ops on the comm run between start and finish */
-    int expect_para;       /**< must fail with HCCL_E_PARA (call or sync), output untouched */
+    int same_data;          /**< every rank contributes rank 0's data (MAX / MIN only) */
+    int skip_counters;      /**< other ops on the comm run between start and finish */
+    int expect_para;        /**< must fail with HCCL_E_PARA (call or sync), output untouched */
 } zt_case_t;
 
 /** Print a case as "allreduce fp16 sum count=7 zero-copy in-place odd seed=..". */

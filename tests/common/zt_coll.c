@@ -92,8 +92,7 @@ static uint64_t zt_cc_first1(const zt_cc_t *c, int n, int q)
  * of (q + r + salt) % 3 elements. Returns the extent the library computes:
  * the end of the furthest non-empty block.
  */
-static uint64_t zt_cc_layout(const uint64_t *cnt, int n, int r, int salt, int packed,
-                             uint64_t *dsp)
+static uint64_t zt_cc_layout(const uint64_t *cnt, int n, int r, int salt, int packed, uint64_t *dsp)
 {
     uint64_t pos = 0;
     uint64_t end = 0;
@@ -331,8 +330,8 @@ static zt_pat_t zt_cc_pat(const zt_cc_t *c, int n)
 }
 
 /** out = reduction over the n ranks of their elements [first, first + count), rank order. */
-static int zt_cc_ref_reduce(unsigned char *out, uint64_t first, uint64_t count,
-                            const zt_pat_t *pat, int n)
+static int zt_cc_ref_reduce(unsigned char *out, uint64_t first, uint64_t count, const zt_pat_t *pat,
+                            int n)
 {
     enum { CHUNK = 1024 };
     size_t es = zt_dtype_size(pat->dtype);
@@ -431,8 +430,8 @@ int zt_cc_expect(const zt_cc_t *c, const zt_cplan_t *p, unsigned char *out)
     }
 }
 
-HcclResult zt_cc_call(int coll, const zt_cplan_t *a, void *send, void *recv,
-                      HcclComm comm, aclrtStream stream)
+HcclResult zt_cc_call(int coll, const zt_cplan_t *a, void *send, void *recv, HcclComm comm,
+                      aclrtStream stream)
 {
     HcclDataType dt = (HcclDataType)a->dtype;
     HcclReduceOp op = (HcclReduceOp)a->op;

@@ -152,7 +152,7 @@ void zt_cc_fill_send(const zt_cc_t *c, const zt_cplan_t *p, unsigned char *send)
 int zt_cc_expect(const zt_cc_t *c, const zt_cplan_t *p, unsigned char *out);
 
 /** Issue the call for plan a (its arrays are the caller's to scribble afterwards). */
-HcclResult zt_cc_call(int coll, const zt_cplan_t *a, void *send, void *recv,
-                      HcclComm comm, aclrtStream stream);
+HcclResult zt_cc_call(int coll, const zt_cplan_t *a, void *send, void *recv, HcclComm comm,
+                      aclrtStream stream);
 
 #endif /* ZT_COLL_H */

@@ -180,9 +180,8 @@ static size_t zt_pc_need(const zt_pc_t *c, int n)
 }
 
 /* Issue rank me's messages in order ord; returns the first failing HcclResult. */
-static HcclResult zt_pc_issue(zt_env_t *env, const zt_pc_t *c, const zt_pmsg_t *m,
-                              const int *ord, int cnt, unsigned char *sbase,
-                              unsigned char *rbase, int32_t *bc)
+static HcclResult zt_pc_issue(zt_env_t *env, const zt_pc_t *c, const zt_pmsg_t *m, const int *ord,
+                              int cnt, unsigned char *sbase, unsigned char *rbase, int32_t *bc)
 {
     HcclResult r = HCCL_SUCCESS;
     HcclResult e;
@@ -388,8 +387,7 @@ static void zt_pc_add(zt_pclist_t *l, zt_pc_t c)
 }
 
 /* Run a list on env (arena sized for it); prints the totals under name. */
-static int zt_pc_run_list(zt_env_t *env, const zt_pclist_t *l, int same_proc,
-                          const char *name)
+static int zt_pc_run_list(zt_env_t *env, const zt_pclist_t *l, int same_proc, const char *name)
 {
     size_t need = 1 << 16;
     for (int i = 0; i < l->n; i++) {

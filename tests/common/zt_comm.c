@@ -123,7 +123,8 @@ int zt_comm_config(int rank, int nranks, const HcclRootInfo *root, void *arg)
         return 1;
     }
     char name[COMM_NAME_MAX_LENGTH] = "";
-    ZT_EXPECT(&env, HcclGetCommName(env.comm, name) == HCCL_SUCCESS && strcmp(name, ZT_COMM_NAME) == 0,
+    ZT_EXPECT(&env,
+              HcclGetCommName(env.comm, name) == HCCL_SUCCESS && strcmp(name, ZT_COMM_NAME) == 0,
               "name '%s'", name);
     ZT_EXPECT(&env, zccl_comm_ccl_allocated(env.comm) == 0, "CCL buffer before use");
     const size_t big = 1000003;
@@ -234,8 +235,8 @@ int zt_comm_zc_rules(int rank, int nranks, const HcclRootInfo *root, void *arg)
     fails += set_range_refused(&env, S, 3 * g, 0, 0, "a size past the reservation");
     fails += set_range_refused(&env, S, SIZE_MAX - 4095, 0, 0, "a size that wraps");
     void *heap = malloc(4 * g);
-    fails += set_range_refused(&env, (void *)(((uintptr_t)heap + 4095) & ~(uintptr_t)4095), g, 0,
-                               0, "malloc() memory");
+    fails += set_range_refused(&env, (void *)(((uintptr_t)heap + 4095) & ~(uintptr_t)4095), g, 0, 0,
+                               "malloc() memory");
     free(heap);
     ZT_EXPECT_RC(&env, HcclCommSetMemoryRange(cm, NULL, 2 * g, 0, 0), HCCL_E_PTR, "NULL base");
     ZT_EXPECT_RC(&env, HcclCommSetMemoryRange(NULL, S, 2 * g, 0, 0), HCCL_E_PTR, "NULL comm");
@@ -370,8 +371,7 @@ int zt_comm_paths(int rank, int nranks, const HcclRootInfo *root, void *arg)
         se = r == HCCL_SUCCESS ? aclrtSynchronizeStream(NULL) : ACL_SUCCESS;
         if (ZT_EXPECT(&env, r == HCCL_SUCCESS && se == ACL_SUCCESS, "NULL stream: %d %d", (int)r,
                       (int)se)) {
-            fails +=
-                zt_compare("NULL stream: output", recv, want, count, HCCL_DATA_TYPE_FP32) != 0;
+            fails += zt_compare("NULL stream: output", recv, want, count, HCCL_DATA_TYPE_FP32) != 0;
         }
     }
     free(want);

@@ -146,6 +146,8 @@ static inline void zt_mpi_suite1_two_comms(void **state)
     {"test_matrix", zt_mpi_suite1_matrix, NULL, NULL, (void *)(cfg)},                              \
         {"test_reactivate", zt_mpi_suite1_reactivate, NULL, NULL, (void *)(cfg)},                  \
         {"test_mismatch", zt_mpi_suite1_mismatch, NULL, NULL, (void *)(cfg)},                      \
-        {"test_two_comms", zt_mpi_suite1_two_comms, NULL, NULL, (void *)(cfg)}
+    {                                                                                              \
+        "test_two_comms", zt_mpi_suite1_two_comms, NULL, NULL, (void *)(cfg)                       \
+    }
 
 #endif /* ZT_MPI_MAIN_H */

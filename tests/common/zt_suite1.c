@@ -2,18 +2,15 @@
 #include "zt_suite1.h"
 
 /* Ranks as forked processes or as threads, as the configuration says. */
-static int zt_suite1_launch(const zt_suite1_t *s, int n, zt_rank_fn fn, void *arg,
-                            int timeout_s)
+static int zt_suite1_launch(const zt_suite1_t *s, int n, zt_rank_fn fn, void *arg, int timeout_s)
 {
-    return s->procs_s > 0 ? zt_launch_procs(n, fn, arg, timeout_s)
-                          : zt_launch_threads(n, fn, arg);
+    return s->procs_s > 0 ? zt_launch_procs(n, fn, arg, timeout_s) : zt_launch_threads(n, fn, arg);
 }
 
 static void zt_suite1_matrix(void **state, int n)
 {
     const zt_suite1_t *s = *state;
-    zt_matrix_t m = {s->coll, ZT_SUITE1_BIG_COUNT, s->big_ops, s->n_big_ops,
-                     s->seed + (uint64_t)n};
+    zt_matrix_t m = {s->coll, ZT_SUITE1_BIG_COUNT, s->big_ops, s->n_big_ops, s->seed + (uint64_t)n};
     assert_int_equal(zt_suite1_launch(s, n, zt_rank_matrix, &m, s->procs_s), 0);
 }
 

@@ -54,6 +54,8 @@ void zt_suite1_two_comms(void **state);
         {"test_matrix_np4", zt_suite1_matrix_np4, NULL, NULL, (void *)(cfg)},                      \
         {"test_reactivate", zt_suite1_reactivate, NULL, NULL, (void *)(cfg)},                      \
         {"test_mismatch", zt_suite1_mismatch, NULL, NULL, (void *)(cfg)},                          \
-        {"test_two_comms", zt_suite1_two_comms, NULL, NULL, (void *)(cfg)}
+    {                                                                                              \
+        "test_two_comms", zt_suite1_two_comms, NULL, NULL, (void *)(cfg)                           \
+    }
 
 #endif /* ZT_SUITE1_H */

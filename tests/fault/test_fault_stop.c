@@ -13,8 +13,8 @@
  * that flag before its own clock runs out, and as the rank it waits for is
  * the same stuck one, it fails with HCCL_E_TIMEOUT too: every case wants
  * HCCL_E_TIMEOUT from both survivors within [timeout - 1 s, timeout + 2 s]
- * of the call (the other survivor's op may have started earlier). Then, as for a dead peer: HcclGetCommAsyncError reports
- * the failure, a later op fails at once, HcclCommDestroy returns.
+ * of the call (the other survivor's op may have started earlier). Then, as for a dead peer:
+ * HcclGetCommAsyncError reports the failure, a later op fails at once, HcclCommDestroy returns.
  *
  * When both survivors are done, one of them sends SIGCONT: the stuck rank
  * resumes where it stopped and its own op (or init) must fail within 2 s

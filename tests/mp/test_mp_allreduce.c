@@ -23,8 +23,8 @@
 static const int big_all_ops[] = {HCCL_DATA_TYPE_INT8, HCCL_DATA_TYPE_FP16, HCCL_DATA_TYPE_FP32};
 /* Forked ranks; the matrix launch may take 300 s. */
 static const zt_suite1_t cfg = {ZT_ALLREDUCE, big_all_ops,
-                                (int)(sizeof(big_all_ops) / sizeof(big_all_ops[0])),
-                                0xa11ed0ce, 300};
+                                (int)(sizeof(big_all_ops) / sizeof(big_all_ops[0])), 0xa11ed0ce,
+                                300};
 
 int main(void)
 {

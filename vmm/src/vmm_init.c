@@ -80,9 +80,10 @@ ZC_EXPORT aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion,
                                    int32_t *patchVersion)
 {
     if (majorVersion == NULL || minorVersion == NULL || patchVersion == NULL) {
-        ZC_WARN(ZC_SUB_INIT, "aclrtGetVersion: NULL %s", majorVersion == NULL   ? "majorVersion"
-                                                         : minorVersion == NULL ? "minorVersion"
-                                                                                : "patchVersion");
+        ZC_WARN(ZC_SUB_INIT, "aclrtGetVersion: NULL %s",
+                majorVersion == NULL   ? "majorVersion"
+                : minorVersion == NULL ? "minorVersion"
+                                       : "patchVersion");
         return ACL_ERROR_INVALID_PARAM;
     }
     *majorVersion = ACL_MAJOR_VERSION;

@@ -108,8 +108,7 @@ int vmm_stream_aborting(const vmm_stream_t *s);
 
 /** vmm_stream_push, counting the task as the calling thread's queued work until it
  *  finished (or was dropped); the work a free waits for. Same contract otherwise. */
-aclError vmm_stream_push_tracked(vmm_stream_t *s, zccl_task_fn fn, void *arg,
-                                 void (*dtor)(void *));
+aclError vmm_stream_push_tracked(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *));
 
 /** Wait until every task the calling thread queued with vmm_stream_push_tracked (on any
  *  stream) has finished: the frees' implicit synchronisation. ACL_ERROR_RT_STREAM_CONTEXT

@@ -41,40 +41,40 @@ typedef enum {
 
 /* X(ENV_NAME, type, field, default, min, max, help); min/max bound a UINT's
  * value and a STR's length (in bytes), other kinds ignore them. */
-#define ZC_CONFIG_TABLE(X)                                                                     \
-    X(HCCL_BUFFSIZE, ZC_CFG_UINT, buffsize_mb, "200", 1, 65536,                                \
-      "Size in MB of each communicator's CCL buffer (buffered path), created on first use")    \
-    X(HCCL_CONNECT_TIMEOUT, ZC_CFG_UINT, connect_timeout_s, "120", 1, 86400,                   \
-      "Seconds communicator init waits for all ranks before failing with HCCL_E_TIMEOUT")      \
-    X(HCCL_EXEC_TIMEOUT, ZC_CFG_UINT, exec_timeout_s, "1836", 0, 2147483,                      \
-      "Seconds a collective may wait for its peers (0 = never time out)")                      \
-    X(HCCL_IF_IP, ZC_CFG_IPV4, if_ip, "", 0, 0,                                                \
-      "IPv4 address the root listener binds and advertises (default: loopback)")               \
-    X(HCCL_SOCKET_IFNAME, ZC_CFG_STR, socket_ifname, "", 0, ZC_CFG_STR_MAX,                    \
-      "Accepted for compatibility; zccl is single-host and uses loopback")                     \
-    X(HCCL_DETERMINISTIC, ZC_CFG_BOOL, deterministic, "true", 0, 1,                            \
-      "Fixed reduction order (zccl is always deterministic; false is accepted)")               \
-    X(HCCL_WHITELIST_DISABLE, ZC_CFG_BOOL, whitelist_disable, "true", 0, 1,                    \
-      "Accepted for compatibility; the root listener checks the unique id")                    \
-    X(ZCCL_DEVICES, ZC_CFG_UINT, devices, "0", 0, 4096,                                        \
-      "Number of logical devices (0 = max(8, cores reported by hwloc): CANN's 8-device "       \
-      "samples run on any host; device d is placed on NUMA node d mod #nodes)")                \
-    X(ZCCL_LOG_LEVEL, ZC_CFG_LEVEL, log_level, "warn", 0, 0, "Log level")                      \
-    X(ZCCL_LOG_SUBSYS, ZC_CFG_SUBSYS, log_subsys, "ALL", 0, 0,                                 \
-      "Subsystems to log (errors are always logged)")                                          \
-    X(ZCCL_LOG_FILE, ZC_CFG_STR, log_file, "", 0, ZC_CFG_STR_MAX,                              \
-      "Log to this file instead of stderr (%h = host, %p = pid); stderr if it cannot be "     \
-      "opened")                                                                                \
-    X(ZCCL_PRINT_CONFIG, ZC_CFG_BOOL, print_config, "false", 0, 1,                             \
-      "Print this table with the values in force at first use")                                \
-    X(ZCCL_PRINT_STATS, ZC_CFG_BOOL, print_stats, "false", 0, 1,                               \
-      "At HcclCommDestroy every rank prints 'zccl stats: rank R comm NAME: Z zero-copy ops, "  \
-      "I inline ops, B buffered ops, S bytes staged' on stdout")                               \
-    X(ZCCL_SPIN_ITERS, ZC_CFG_UINT, spin_iters, "2000", 0, 100000000,                          \
-      "Polls of a shared flag before a waiter sleeps on its futex")                            \
-    X(ZCCL_ONESHOT_MAX, ZC_CFG_UINT, oneshot_max, "16384", 0, 1073741824,                      \
-      "AllReduce messages up to this many bytes use the one-shot algorithm")                   \
-    X(ZCCL_NT_MIN, ZC_CFG_UINT, nt_min, "8388608", 0, 4294967295u,                             \
+#define ZC_CONFIG_TABLE(X)                                                                         \
+    X(HCCL_BUFFSIZE, ZC_CFG_UINT, buffsize_mb, "200", 1, 65536,                                    \
+      "Size in MB of each communicator's CCL buffer (buffered path), created on first use")        \
+    X(HCCL_CONNECT_TIMEOUT, ZC_CFG_UINT, connect_timeout_s, "120", 1, 86400,                       \
+      "Seconds communicator init waits for all ranks before failing with HCCL_E_TIMEOUT")          \
+    X(HCCL_EXEC_TIMEOUT, ZC_CFG_UINT, exec_timeout_s, "1836", 0, 2147483,                          \
+      "Seconds a collective may wait for its peers (0 = never time out)")                          \
+    X(HCCL_IF_IP, ZC_CFG_IPV4, if_ip, "", 0, 0,                                                    \
+      "IPv4 address the root listener binds and advertises (default: loopback)")                   \
+    X(HCCL_SOCKET_IFNAME, ZC_CFG_STR, socket_ifname, "", 0, ZC_CFG_STR_MAX,                        \
+      "Accepted for compatibility; zccl is single-host and uses loopback")                         \
+    X(HCCL_DETERMINISTIC, ZC_CFG_BOOL, deterministic, "true", 0, 1,                                \
+      "Fixed reduction order (zccl is always deterministic; false is accepted)")                   \
+    X(HCCL_WHITELIST_DISABLE, ZC_CFG_BOOL, whitelist_disable, "true", 0, 1,                        \
+      "Accepted for compatibility; the root listener checks the unique id")                        \
+    X(ZCCL_DEVICES, ZC_CFG_UINT, devices, "0", 0, 4096,                                            \
+      "Number of logical devices (0 = max(8, cores reported by hwloc): CANN's 8-device "           \
+      "samples run on any host; device d is placed on NUMA node d mod #nodes)")                    \
+    X(ZCCL_LOG_LEVEL, ZC_CFG_LEVEL, log_level, "warn", 0, 0, "Log level")                          \
+    X(ZCCL_LOG_SUBSYS, ZC_CFG_SUBSYS, log_subsys, "ALL", 0, 0,                                     \
+      "Subsystems to log (errors are always logged)")                                              \
+    X(ZCCL_LOG_FILE, ZC_CFG_STR, log_file, "", 0, ZC_CFG_STR_MAX,                                  \
+      "Log to this file instead of stderr (%h = host, %p = pid); stderr if it cannot be "          \
+      "opened")                                                                                    \
+    X(ZCCL_PRINT_CONFIG, ZC_CFG_BOOL, print_config, "false", 0, 1,                                 \
+      "Print this table with the values in force at first use")                                    \
+    X(ZCCL_PRINT_STATS, ZC_CFG_BOOL, print_stats, "false", 0, 1,                                   \
+      "At HcclCommDestroy every rank prints 'zccl stats: rank R comm NAME: Z zero-copy ops, "      \
+      "I inline ops, B buffered ops, S bytes staged' on stdout")                                   \
+    X(ZCCL_SPIN_ITERS, ZC_CFG_UINT, spin_iters, "2000", 0, 100000000,                              \
+      "Polls of a shared flag before a waiter sleeps on its futex")                                \
+    X(ZCCL_ONESHOT_MAX, ZC_CFG_UINT, oneshot_max, "16384", 0, 1073741824,                          \
+      "AllReduce messages up to this many bytes use the one-shot algorithm")                       \
+    X(ZCCL_NT_MIN, ZC_CFG_UINT, nt_min, "8388608", 0, 4294967295u,                                 \
       "Copies of at least this many bytes use non-temporal stores (0 = never)")
 
 typedef struct {

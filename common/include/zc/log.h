@@ -70,16 +70,16 @@ void zc_log_set_rank(int rank);
 /** This thread's own rank (-1: none). */
 int zc_log_get_rank(void);
 
-void zc_log_emit(zc_log_level_t level, unsigned subsys, const char *file, int line,
-                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void zc_log_emit(zc_log_level_t level, unsigned subsys, const char *file, int line, const char *fmt,
+                 ...) __attribute__((format(printf, 5, 6)));
 
 int zc_log_enabled(zc_log_level_t level, unsigned subsys);
 
-#define ZC_LOG(level, subsys, ...)                                                    \
-    do {                                                                              \
-        if (zc_log_enabled((level), (subsys))) {                                      \
-            zc_log_emit((level), (subsys), __FILE__, __LINE__, __VA_ARGS__);          \
-        }                                                                             \
+#define ZC_LOG(level, subsys, ...)                                                                 \
+    do {                                                                                           \
+        if (zc_log_enabled((level), (subsys))) {                                                   \
+            zc_log_emit((level), (subsys), __FILE__, __LINE__, __VA_ARGS__);                       \
+        }                                                                                          \
     } while (0)
 
 #define ZC_ERROR(subsys, ...) ZC_LOG(ZC_LOG_ERROR, (subsys), __VA_ARGS__)
@@ -88,22 +88,22 @@ int zc_log_enabled(zc_log_level_t level, unsigned subsys);
 #define ZC_DEBUG(subsys, ...) ZC_LOG(ZC_LOG_DEBUG, (subsys), __VA_ARGS__)
 
 /* Propagate a non-OK status, leaving a debug trace line at each level. */
-#define ZC_CHECK(call)                                                                \
-    do {                                                                              \
-        zc_status_t zc_st_ = (call);                                                  \
-        if (zc_st_ != ZC_OK) {                                                        \
-            ZC_DEBUG(ZC_SUB_ALL, "%s -> %s", #call, zc_status_str(zc_st_));           \
-            return zc_st_;                                                            \
-        }                                                                             \
+#define ZC_CHECK(call)                                                                             \
+    do {                                                                                           \
+        zc_status_t zc_st_ = (call);                                                               \
+        if (zc_st_ != ZC_OK) {                                                                     \
+            ZC_DEBUG(ZC_SUB_ALL, "%s -> %s", #call, zc_status_str(zc_st_));                        \
+            return zc_st_;                                                                         \
+        }                                                                                          \
     } while (0)
 
-#define ZC_CHECK_GOTO(call, st, label)                                                \
-    do {                                                                              \
-        (st) = (call);                                                                \
-        if ((st) != ZC_OK) {                                                          \
-            ZC_DEBUG(ZC_SUB_ALL, "%s -> %s", #call, zc_status_str(st));               \
-            goto label;                                                               \
-        }                                                                             \
+#define ZC_CHECK_GOTO(call, st, label)                                                             \
+    do {                                                                                           \
+        (st) = (call);                                                                             \
+        if ((st) != ZC_OK) {                                                                       \
+            ZC_DEBUG(ZC_SUB_ALL, "%s -> %s", #call, zc_status_str(st));                            \
+            goto label;                                                                            \
+        }                                                                                          \
     } while (0)
 
 #endif /* ZC_LOG_H */

@@ -146,9 +146,9 @@ HcclResult HcclAllGather(void *sendBuf, void *recvBuf, uint64_t sendCount, HcclD
  * @param stream stream to enqueue on.
  * @return HCCL_SUCCESS or one of the errors listed at the top of this file.
  */
-HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *recvBuf,
-                          const void *recvCounts, const void *recvDispls, HcclDataType dataType,
-                          HcclComm comm, aclrtStream stream);
+HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *recvBuf, const void *recvCounts,
+                          const void *recvDispls, HcclDataType dataType, HcclComm comm,
+                          aclrtStream stream);
 
 /**
  * @brief Send @p count elements to @p destRank, which posts a matching HcclRecv().

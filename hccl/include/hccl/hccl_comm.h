@@ -157,9 +157,8 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, u
  * @return as HcclCommInitRootInfo(); HCCL_E_PARA also for a config whose
  *         magic word is wrong or whose field values are out of range.
  */
-HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo,
-                                      uint32_t rank, const HcclCommConfig *config,
-                                      HcclComm *comm);
+HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
+                                      const HcclCommConfig *config, HcclComm *comm);
 
 /**
  * @brief Copy the communicator's name.
@@ -448,8 +447,8 @@ HcclResult HcclCommSymWinDeregister(HcclCommSymWindow winHandle);
  * @return HCCL_SUCCESS; HCCL_E_PTR if a pointer is NULL; HCCL_E_PARA for a
  *         zero size; HCCL_E_NOT_FOUND if no window holds the span.
  */
-HcclResult HcclCommSymWinGet(HcclComm comm, void *ptr, size_t size,
-                             HcclCommSymWindow *winHandle, size_t *offset);
+HcclResult HcclCommSymWinGet(HcclComm comm, void *ptr, size_t size, HcclCommSymWindow *winHandle,
+                             size_t *offset);
 
 #ifdef __cplusplus
 }

@@ -159,25 +159,25 @@ typedef struct HcclRootInfoDef {
  * its "not set" value falls back to the environment, then to the default.
  */
 typedef struct HcclCommConfigDef {
-    size_t size;        /**< sizeof(HcclCommConfig) as the caller compiled it */
-    uint32_t magicWord; /**< HCCL_COMM_CONFIG_MAGIC_WORD */
-    uint32_t version;   /**< layout version the caller compiled against */
-    uint64_t reserved;  /**< zero */
+    size_t size;                /**< sizeof(HcclCommConfig) as the caller compiled it */
+    uint32_t magicWord;         /**< HCCL_COMM_CONFIG_MAGIC_WORD */
+    uint32_t version;           /**< layout version the caller compiled against */
+    uint64_t reserved;          /**< zero */
     uint32_t hcclBufferSize;    /**< CCL buffer size in MB */
     uint32_t hcclDeterministic; /**< 0 off, 1 deterministic, 2 strict order */
-    char hcclCommName[COMM_NAME_MAX_LENGTH]; /**< unique name; empty: generated */
-    char hcclUdi[UDI_MAX_LENGTH];            /**< user-defined information */
-    uint32_t hcclOpExpansionMode;  /**< 0 default, 1 host, 2 AI CPU, 3/4 AIV, ... */
-    uint32_t hcclRdmaTrafficClass; /**< RDMA traffic class, multiple of 4 in [0,255] */
-    uint32_t hcclRdmaServiceLevel; /**< RDMA service level in [0,7] */
-    uint32_t hcclWorldRankID;      /**< framework's global rank (load balancing) */
-    uint64_t hcclJobID;            /**< framework's job identifier */
-    uint8_t aclGraphZeroCopyEnable; /**< zero copy for reductions in graph capture */
-    int32_t hcclExecTimeOut;        /**< execution timeout in seconds */
-    char hcclAlgo[HCCL_COMM_ALGO_MAX_LENGTH];                 /**< algorithm selection */
-    char hcclRetryEnable[HCCL_COMM_RETRY_ENABLE_MAX_LENGTH];  /**< e.g. "L1:1, L2:0" */
-    char hcclRetryParams[HCCL_COMM_RETRY_PARAMS_MAX_LENGTH];  /**< retry count and delays */
-    char hcclBufferName[BUFFER_NAME_MAX_LENGTH]; /**< name of a shared CCL buffer */
+    char hcclCommName[COMM_NAME_MAX_LENGTH];  /**< unique name; empty: generated */
+    char hcclUdi[UDI_MAX_LENGTH];             /**< user-defined information */
+    uint32_t hcclOpExpansionMode;             /**< 0 default, 1 host, 2 AI CPU, 3/4 AIV, ... */
+    uint32_t hcclRdmaTrafficClass;            /**< RDMA traffic class, multiple of 4 in [0,255] */
+    uint32_t hcclRdmaServiceLevel;            /**< RDMA service level in [0,7] */
+    uint32_t hcclWorldRankID;                 /**< framework's global rank (load balancing) */
+    uint64_t hcclJobID;                       /**< framework's job identifier */
+    uint8_t aclGraphZeroCopyEnable;           /**< zero copy for reductions in graph capture */
+    int32_t hcclExecTimeOut;                  /**< execution timeout in seconds */
+    char hcclAlgo[HCCL_COMM_ALGO_MAX_LENGTH]; /**< algorithm selection */
+    char hcclRetryEnable[HCCL_COMM_RETRY_ENABLE_MAX_LENGTH]; /**< e.g. "L1:1, L2:0" */
+    char hcclRetryParams[HCCL_COMM_RETRY_PARAMS_MAX_LENGTH]; /**< retry count and delays */
+    char hcclBufferName[BUFFER_NAME_MAX_LENGTH];             /**< name of a shared CCL buffer */
     uint32_t hcclQos;                     /**< QoS level in [0,7] (version 10+) */
     uint64_t hcclSymWinMaxMemSizePerRank; /**< symmetric heap per rank, GB (version 10+) */
     uint32_t hcclChannelSqDepth;          /**< send queue depth (version 11+) */
@@ -201,11 +201,7 @@ typedef enum {
 } HcclCommConfigCapability;
 
 /** Direction of one HcclBatchSendRecv() item. */
-typedef enum {
-    HCCL_SEND = 0,
-    HCCL_RECV = 1,
-    HCCL_SEND_RECV_RESERVED
-} HcclSendRecvType;
+typedef enum { HCCL_SEND = 0, HCCL_RECV = 1, HCCL_SEND_RECV_RESERVED } HcclSendRecvType;
 
 /** One point-to-point transfer in an HcclBatchSendRecv() call. */
 typedef struct HcclSendRecvItemDef {
@@ -243,8 +239,7 @@ HCCL_TYPES_ASSERT_(offsetof(HcclCommConfig, hcclRetryEnable) == 1920, "config la
 HCCL_TYPES_ASSERT_(offsetof(HcclCommConfig, hcclRetryParams) == 1970, "config layout");
 HCCL_TYPES_ASSERT_(offsetof(HcclCommConfig, hcclBufferName) == 2098, "config layout");
 HCCL_TYPES_ASSERT_(offsetof(HcclCommConfig, hcclQos) == 2228, "config layout");
-HCCL_TYPES_ASSERT_(offsetof(HcclCommConfig, hcclSymWinMaxMemSizePerRank) == 2232,
-                   "config layout");
+HCCL_TYPES_ASSERT_(offsetof(HcclCommConfig, hcclSymWinMaxMemSizePerRank) == 2232, "config layout");
 HCCL_TYPES_ASSERT_(offsetof(HcclCommConfig, hcclChannelSqDepth) == 2240, "config layout");
 HCCL_TYPES_ASSERT_(sizeof(HcclCommConfig) == 2248, "config size");
 HCCL_TYPES_ASSERT_(sizeof(HcclSendRecvItem) == 32, "send/recv item layout");

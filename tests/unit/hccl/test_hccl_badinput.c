@@ -349,8 +349,8 @@ static void test_memory_range(void **state)
     BI(HcclCommSetMemoryRange(bi.comm, NULL, 3 * g, 0, 0), HCCL_E_PTR);
     BI(HcclCommSetMemoryRange(bogus, b, 3 * g, 0, 0), HCCL_E_PARA);
     BI(HcclCommSetMemoryRange(bi.comm, b, 0, 0, 0), HCCL_E_PARA);
-    BI(HcclCommSetMemoryRange(bi.comm, b + 1, 3 * g, 4096, 0), HCCL_E_PARA); /* unaligned */
-    BI(HcclCommSetMemoryRange(bi.comm, bi.send, 4096, 0, 0), HCCL_E_PARA);    /* not reserved */
+    BI(HcclCommSetMemoryRange(bi.comm, b + 1, 3 * g, 4096, 0), HCCL_E_PARA);    /* unaligned */
+    BI(HcclCommSetMemoryRange(bi.comm, bi.send, 4096, 0, 0), HCCL_E_PARA);      /* not reserved */
     BI(HcclCommSetMemoryRange(bi.comm, b, SIZE_MAX - 4095, 0, 0), HCCL_E_PARA); /* wraps */
     BI(HcclCommSetMemoryRange(bi.comm, b, 5 * g, 0, 0), HCCL_E_PARA); /* past the reservation */
     /* Reserved alignment / flags (a framework passes flags 1): ignored. */

@@ -25,8 +25,8 @@ static void test_version_header(void **state)
     snprintf(text, sizeof(text), "%d.%d.%d", ZCCL_VERSION_MAJOR, ZCCL_VERSION_MINOR,
              ZCCL_VERSION_PATCH);
     assert_string_equal(text, ZCCL_VERSION_STRING);
-    assert_int_equal(ZCCL_VERSION_CODE, ZCCL_VERSION_MAJOR * 10000 + ZCCL_VERSION_MINOR * 100 +
-                                            ZCCL_VERSION_PATCH);
+    assert_int_equal(ZCCL_VERSION_CODE,
+                     ZCCL_VERSION_MAJOR * 10000 + ZCCL_VERSION_MINOR * 100 + ZCCL_VERSION_PATCH);
     assert_true(ZCCL_VERSION_CODE >= ZCCL_VERSION_NUM(0, 1, 0));
     assert_true(ZCCL_VERSION_NUM(0, 2, 0) > ZCCL_VERSION_NUM(0, 1, 99));
 }

@@ -45,9 +45,8 @@ typedef int (*zccl_task_fn)(void *arg);
  * destroyed before it ran). Returns ACL_SUCCESS or an aclError; on an error
  * nothing was queued, dtor is not called and the caller still owns arg.
  */
-__attribute__((visibility("default"))) aclError zccl_stream_enqueue(aclrtStream stream,
-                                                                    zccl_task_fn fn, void *arg,
-                                                                    void (*dtor)(void *));
+__attribute__((visibility("default"))) aclError
+zccl_stream_enqueue(aclrtStream stream, zccl_task_fn fn, void *arg, void (*dtor)(void *));
 
 /** Non-zero when the calling thread is the worker of a stream (running one of its tasks). */
 __attribute__((visibility("default"))) int zccl_stream_in_task(void);
@@ -57,10 +56,10 @@ __attribute__((visibility("default"))) int zccl_stream_in_task(void);
 
 /** A reserved slot of a stream's task ring (zccl_task_reserve). */
 typedef struct {
-    void *stream;   /**< the stream (referenced until commit / finish) */
-    uint64_t pos;   /**< position in the stream's order */
-    void *payload;  /**< ZCCL_TASK_PAYLOAD bytes, the caller's until commit / finish */
-    int idle;       /**< nothing was queued or running: the caller may run the task itself */
+    void *stream;  /**< the stream (referenced until commit / finish) */
+    uint64_t pos;  /**< position in the stream's order */
+    void *payload; /**< ZCCL_TASK_PAYLOAD bytes, the caller's until commit / finish */
+    int idle;      /**< nothing was queued or running: the caller may run the task itself */
 } zccl_task_t;
 
 /**
@@ -72,8 +71,8 @@ typedef struct {
  * to the worker. One of the two must follow, soon: the stream stalls at the
  * slot until then. Returns ACL_SUCCESS or an aclError (nothing reserved).
  */
-__attribute__((visibility("default"))) aclError zccl_task_reserve(aclrtStream stream,
-                                                                  int want_idle, zccl_task_t *t);
+__attribute__((visibility("default"))) aclError zccl_task_reserve(aclrtStream stream, int want_idle,
+                                                                  zccl_task_t *t);
 
 /** Queue the reserved slot as the task fn(t->payload), dtor(t->payload) after. */
 __attribute__((visibility("default"))) void zccl_task_commit(zccl_task_t *t, zccl_task_fn fn,
@@ -148,11 +147,11 @@ __attribute__((visibility("default"))) int zccl_phys_fd(aclrtDrvMemHandle handle
 
 /** What the runtime has at a virtual address (zccl_vmm_query). */
 typedef struct {
-    uintptr_t resv_base;       /**< reservation holding the address */
+    uintptr_t resv_base; /**< reservation holding the address */
     size_t resv_size;
-    uintptr_t map_va;          /**< mapping holding the address (0: none) */
+    uintptr_t map_va; /**< mapping holding the address (0: none) */
     size_t map_size;
-    aclrtDrvMemHandle handle;  /**< physical handle of that mapping (NULL: none) */
+    aclrtDrvMemHandle handle; /**< physical handle of that mapping (NULL: none) */
 } zccl_vmm_info_t;
 
 /**
@@ -167,8 +166,7 @@ __attribute__((visibility("default"))) int zccl_vmm_query(const void *va, zccl_v
 
 /** Offer fd (dup'ed; the caller keeps its own) of size bytes. validate_pid=0
  *  lets any process of the same uid fetch it. Starts the broker on first use. */
-__attribute__((visibility("default"))) int zccl_broker_offer(int fd, size_t size,
-                                                             int validate_pid,
+__attribute__((visibility("default"))) int zccl_broker_offer(int fd, size_t size, int validate_pid,
                                                              uint64_t *token);
 
 /** Add pids to an offer's allow list. */
@@ -179,11 +177,13 @@ __attribute__((visibility("default"))) int zccl_broker_allow(uint64_t token, con
 __attribute__((visibility("default"))) int zccl_broker_withdraw(uint64_t token);
 
 /** Fetch the fd behind token from its owner (a new fd the caller closes). */
-__attribute__((visibility("default"))) int zccl_broker_fetch(uint64_t token, int *fd,
-                                                             size_t *size);
+__attribute__((visibility("default"))) int zccl_broker_fetch(uint64_t token, int *fd, size_t *size);
 
 /** Owner pid named by a token. */
-static inline int32_t zccl_broker_token_pid(uint64_t token) { return (int32_t)(token >> 42); }
+static inline int32_t zccl_broker_token_pid(uint64_t token)
+{
+    return (int32_t)(token >> 42);
+}
 
 /** The random part of the owner's broker socket name named by a token. */
 static inline uint32_t zccl_broker_token_nonce(uint64_t token)
