@@ -8,9 +8,9 @@
  * the bottom up, on demand: small blocks are carved from a shared chunk of
  * chunk_bytes, a block of a quarter chunk or more gets a chunk of its own, so
  * no block ever straddles two chunks (a zero-copy buffer must lie in one
- * activated block). Every communicator of the process (each group's) gets the
- * range set (HcclCommSetMemoryRange) and every chunk activated
- * (HcclCommActivateCommMemory) as the chunk is made or the group is created.
+ * activated block). The range is set (HcclCommSetMemoryRange) and every chunk
+ * activated (HcclCommActivateCommMemory) through the first communicator of
+ * the process; ranges and blocks are process-wide, so every group sees them.
  * Freed blocks go back to a free list of their size class (four classes per
  * power of two, 64 B minimum) and are reused; memory is never unmapped while
  * the process runs. When the range is full or a chunk cannot be made, the
@@ -113,8 +113,8 @@ zt_chunk *zt_chunk_new(zt_alloc_state &s, size_t size)
         return nullptr;
     }
     s.top += size;
-    for (HcclComm comm : s.attached) {
-        zt_activate(s, comm, c);
+    if (!s.attached.empty()) {
+        zt_activate(s, s.attached.front(), c);
     }
     s.chunks.push_back(c);
     return &s.chunks.back();
@@ -200,16 +200,22 @@ class zt_allocator final : public c10::Allocator
 
 zt_allocator zt_alloc_instance;
 
+/* Memory ranges and activated blocks belong to the process (as in CANN):
+ * the range is set, and each chunk activated, through the first attached
+ * communicator only; every other communicator of the process, existing or
+ * later, sees them. Setting the range again through another one is refused. */
 void zt_attach_locked(zt_alloc_state &s, HcclComm comm)
 {
-    HcclResult r = HcclCommSetMemoryRange(comm, s.base, s.reserve, 0, 0);
-    if (r != HCCL_SUCCESS) {
-        zt_throw_hccl("HcclCommSetMemoryRange", r);
+    if (s.attached.empty()) {
+        HcclResult r = HcclCommSetMemoryRange(comm, s.base, s.reserve, 0, 0);
+        if (r != HCCL_SUCCESS) {
+            zt_throw_hccl("HcclCommSetMemoryRange", r);
+        }
+        for (const zt_chunk &c : s.chunks) {
+            zt_activate(s, comm, c);
+        }
     }
     s.attached.push_back(comm);
-    for (const zt_chunk &c : s.chunks) {
-        zt_activate(s, comm, c);
-    }
 }
 
 } // namespace
@@ -281,6 +287,9 @@ void zt_alloc_detach(HcclComm comm)
         return;
     }
     s.attached.erase(it);
+    if (!s.attached.empty()) {
+        return; /* the range and its blocks stay visible to the others */
+    }
     for (const zt_chunk &c : s.chunks) {
         (void)HcclCommDeactivateCommMemory(comm, c.va);
     }
