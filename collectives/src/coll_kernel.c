@@ -56,7 +56,10 @@
  * the data is cache-resident (up to a few MiB per rank). The same clone runs
  * on every rank of a host, and + - * max min give the same bits at any
  * vector width, so results stay identical across ranks. */
-#if defined(__x86_64__) && defined(__has_attribute)
+/* Not under ThreadSanitizer: a clone's resolver is an IFUNC that the dynamic
+ * loader runs while relocating libhccl, before the TSan runtime can serve
+ * instrumented code, and the process dies there. */
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_THREAD__)
 #if __has_attribute(target_clones)
 #define COLL_CLONES __attribute__((target_clones("avx2", "default")))
 #endif

@@ -58,15 +58,21 @@ typedef struct {
     unsigned dropped; /* clients refused at accept, for rate-limited logs */
 } zh_server_t;
 
-/* Fail the session: every joined rank gets st and is let go. */
+/* Fail the session: every joined rank gets st and is let go. Ranks of other
+ * processes hear it first: a rank of this process may return from its init
+ * at once and exit, and the others must get the verdict, not see the root
+ * die (which they would report as HCCL_E_REMOTE instead). */
 static void zh_srv_fail(zh_server_t *s, int st)
 {
     s->failed = st;
-    for (int r = 0; r < ZH_MAX_RANKS; r++) {
-        if (s->conn[r] >= 0) {
-            zh_send_status(s->conn[r], ZH_MSG_TABLE, st);
-            close(s->conn[r]);
-            s->conn[r] = -1;
+    pid_t self = getpid();
+    for (int own = 0; own < 2; own++) {
+        for (int r = 0; r < ZH_MAX_RANKS; r++) {
+            if (s->conn[r] >= 0 && (s->hello[r].entry.pid == self) == own) {
+                zh_send_status(s->conn[r], ZH_MSG_TABLE, st);
+                close(s->conn[r]);
+                s->conn[r] = -1;
+            }
         }
     }
 }
