@@ -80,6 +80,15 @@ else
 fi
 grep -h "VmRSS\|Paths" "$OUT/rss_np2.txt" | tee -a "$OUT/targets.txt"
 grep -h "train_dp:" "$OUT/train_dp_np2.txt" | tee -a "$OUT/targets.txt"
+# Across hosts on one machine (network namespaces; root only, else skipped with a note).
+if BUILD="$BUILD" OUT="$OUT" BUDGET="$BUDGET" REPEAT="$REPEAT" scripts/bench_multihost.sh; then
+    cat "$OUT/multihost_targets.txt" 2>/dev/null | tee -a "$OUT/targets.txt" || true
+    grep -q '^MISSED' "$OUT/multihost_targets.txt" 2>/dev/null && targets_missed=1
+else
+    echo "MISSED multihost benchmark: a run failed ($OUT/multihost_*.log)" |
+        tee -a "$OUT/targets.txt"
+    targets_missed=1
+fi
 echo "bench: tables, CSVs, busbw.png and targets.txt are in $OUT/"
 if [ "${STRICT:-0}" = 1 ] && [ "${targets_missed:-0}" = 1 ]; then
     exit 1

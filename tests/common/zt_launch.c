@@ -28,6 +28,7 @@
 #include "zt_check.h"
 
 int zt_child_pids[64];
+int (*zt_launch_child_hook)(int rank);
 
 typedef struct {
     atomic_int ready; /* 1 = root info valid, -1 = rank 0 failed to get it */
@@ -75,7 +76,15 @@ int zt_launch_procs(int nranks, zt_rank_fn fn, void *arg, int timeout_s)
             break;
         }
         if (pid == 0) {
-            int rc = zt_root_get(sh, r) == 0 ? fn(r, nranks, &sh->root, arg) : 1;
+            int rc = 1;
+            if (zt_launch_child_hook != NULL && zt_launch_child_hook(r) != 0) {
+                /* Rank 0 fails the root info, so the others do not wait for it. */
+                if (r == 0) {
+                    atomic_store_explicit(&sh->ready, -1, memory_order_release);
+                }
+            } else {
+                rc = zt_root_get(sh, r) == 0 ? fn(r, nranks, &sh->root, arg) : 1;
+            }
             fflush(stdout);
             fflush(stderr);
             _exit(rc == 0 ? 0 : 1);

@@ -34,6 +34,13 @@ int zt_launch_threads(int nranks, zt_rank_fn fn, void *arg);
 /** Child pids of the running zt_launch_procs (for fault tests), by rank. */
 extern int zt_child_pids[64];
 
+/**
+ * When set, each child of zt_launch_procs calls it with its rank first,
+ * before anything else (zt_netns.h: enter the rank's namespace "host");
+ * non-zero fails the rank.
+ */
+extern int (*zt_launch_child_hook)(int rank);
+
 /* ---- a second root info for ranks already launched ------------------------- */
 
 /** A place where rank 0 publishes one more root info (shared across fork). */
