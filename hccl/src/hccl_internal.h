@@ -26,7 +26,7 @@
  *    sends to / receives from q, the owner's caller issued; peers read them
  *    only to tell a send/recv against a collective from a slow peer.
  *  - post[seq & 1]: op seq's post line. Ops of a comm are numbered at issue
- *    (caller thread) and run one at a time in that order (hccl_op.c), so
+ *    (caller thread) and run one at a time in that order (hccl_op_task.c), so
  *    the two slots never hold ops that overlap.
  *  - ranges/regions: the owner's SetMemoryRange ranges and activated blocks,
  *    each with a generation; peers map a block into their shadow window of
@@ -367,7 +367,7 @@ HcclResult zh_ranktable_init(const char *path, uint32_t rank, const HcclCommConf
 int zh_ccl_ensure(zh_comm_t *c);
 void zh_ccl_release(zh_comm_t *c);
 
-/* hccl_op.c: descriptors, agreement, path choice, dispatch */
+/* hccl_op*.c (hccl_op.h): descriptors, agreement, path choice, dispatch */
 typedef struct {
     zh_op_kind_t kind;
     int dtype;

@@ -3,7 +3,7 @@
  *
  * Ownership: vmm_status.c (status mapping), vmm_device.c (device table,
  * per-thread current device, NUMA placement), vmm_mem.c (aclrtMalloc table),
- * vmm_stream.c (stream workers and registry), vmm_event.c (events),
+ * vmm_stream*.c (stream workers and registry; vmm_stream.h), vmm_event.c (events),
  * vmm_init.c (aclInit/aclFinalize and the fork handlers). The VMM/IPC files
  * may use everything here read-only.
  *
@@ -78,7 +78,7 @@ int vmm_mem_lookup(const void *ptr, int *fd, size_t *offset, size_t *size);
  */
 void vmm_ipc_mem_freed(uintptr_t base, size_t size);
 
-/* ---- streams (vmm_stream.c) -------------------------------------------------------- */
+/* ---- streams (vmm_stream*.c) ------------------------------------------------------- */
 
 typedef struct vmm_stream vmm_stream_t;
 

@@ -136,7 +136,7 @@ static aclError vmm_mdl_add(vmm_mdl_t *m, const vmm_mdl_node_t *node)
     return ACL_SUCCESS;
 }
 
-/* ---- hooks (vmm_stream.c) --------------------------------------------------------- */
+/* ---- hooks (vmm_stream*.c) -------------------------------------------------------- */
 
 int vmm_mdl_capturing(const vmm_stream_t *s)
 {

@@ -1,0 +1,163 @@
+/*
+ * Ops, steps 4-5: with every post in, choose the path (inline from the post
+ * slots, zero-copy on translated user buffers, or buffered through the CCL
+ * buffers) and run the algorithm from collectives/. See hccl_op.h.
+ */
+#include "hccl_op.h"
+
+#include <string.h>
+
+#include "zc/log.h"
+#include "zc/sync.h"
+
+typedef struct {
+    coll_sync_t base;
+    zh_comm_t *comm;
+} zh_sync_t;
+
+static int zh_sync_barrier(coll_sync_t *s)
+{
+    return zh_barrier(((zh_sync_t *)s)->comm);
+}
+
+/* ---- the steps after the posts ------------------------------------------------------- */
+
+/* Inline finish: inputs come from the peers' post slots. */
+static void zh_op_inline(zh_comm_t *c, const zh_op_t *op, uint32_t seq, size_t bytes)
+{
+    const void *src[ZH_MAX_RANKS];
+    for (int q = 0; q < c->nranks; q++) {
+        zh_ctrl_t *pc = c->peers[q].ctrl;
+        src[q] = bytes <= ZH_POST_DATA ? pc->post[seq & 1u].data : pc->idata[seq & 1u];
+    }
+    if (bytes > 0 && op->kind == ZH_OP_ALLREDUCE) {
+        coll_reduce_n(op->recv, src, c->nranks, op->count, op->dtype, op->redop);
+    } else if (bytes > 0) {
+        for (int q = 0; q < c->nranks; q++) {
+            /* memmove: in place, my own block is already where it goes */
+            memmove((char *)op->recv + (size_t)q * bytes, src[q], bytes);
+        }
+    }
+    atomic_fetch_add_explicit(&c->zc_ops, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->inline_ops, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->inline_bytes, bytes, memory_order_relaxed);
+}
+
+/* Zero-copy: translate every rank's buffers, run the direct algorithm. */
+static int zh_op_direct(zh_comm_t *c, const zh_op_t *op, const zh_desc_t *const *d, coll_args_t *a,
+                        const void **in, void **out)
+{
+    int result = ZC_OK;
+    for (int q = 0; q < c->nranks && result == ZC_OK; q++) {
+        void *src = NULL;
+        result = zh_mem_translate(c, q, d[q]->send_va, d[q]->send_bytes, &src);
+        in[q] = src;
+        if (result == ZC_OK) {
+            result = zh_mem_translate(c, q, d[q]->recv_va, d[q]->recv_bytes, &out[q]);
+        }
+        /* A live peer serves the blocks it published for as long as the op
+         * runs: a fetch that fails means it died (its broker goes before its
+         * pidfd says so) or is broken. */
+        if (result == ZC_ERR_NOT_FOUND || result == ZC_ERR_IO || result == ZC_ERR_CONNECT ||
+            (result != ZC_OK && zh_wait_check(c, q, zc_time_ns()) == ZC_ERR_REMOTE)) {
+            result = ZC_ERR_REMOTE;
+        }
+    }
+    if (result == ZC_OK) {
+        result = zh_ops[op->kind].direct(a);
+    }
+    atomic_fetch_add_explicit(&c->zc_ops, 1, memory_order_relaxed);
+    return result;
+}
+
+/* Buffered: through the CCL buffers. */
+static int zh_op_staged(zh_comm_t *c, const zh_op_t *op, coll_args_t *a, void **ccl)
+{
+    int result = zh_ccl_ensure(c);
+    if (result == ZC_OK) {
+        for (int q = 0; q < c->nranks; q++) {
+            ccl[q] = c->peers[q].ccl;
+        }
+        a->ccl_bytes = c->ccl_bytes;
+        result = zh_ops[op->kind].staged(a);
+    }
+    atomic_fetch_add_explicit(&c->buf_ops, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->staged_bytes, *a->staged_bytes, memory_order_relaxed);
+    return result;
+}
+
+/* Run the algorithm on user buffers (zero-copy) or CCL buffers, then exit. */
+static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const zh_post_t **p,
+                           int zc)
+{
+    const zh_desc_t *d[ZH_MAX_RANKS];
+    const void *in[ZH_MAX_RANKS];
+    void *out[ZH_MAX_RANKS];
+    void *ccl[ZH_MAX_RANKS];
+    const uint64_t *arr[4][ZH_MAX_RANKS];
+    uint64_t each[ZH_MAX_RANKS];
+    uint64_t staged = 0;
+    zh_sync_t sync = {{zh_sync_barrier}, c};
+    for (int q = 0; q < c->nranks; q++) {
+        d[q] = &c->peers[q].ctrl->desc[seq & 1u];
+        each[q] = p[q]->count;
+        for (int i = 0; i < 4; i++) {
+            arr[i][q] = d[q]->v[i];
+        }
+    }
+    coll_args_t a = {
+        .rank = c->rank,
+        .nranks = c->nranks,
+        .root = op->root,
+        .dtype = op->dtype,
+        .op = op->redop,
+        .count = op->count,
+        .in = in,
+        .out = out,
+        .send = op->send,
+        .recv = op->recv,
+        .ccl = ccl,
+        .send_counts = op->v[0] != NULL ? arr[0] : NULL,
+        .send_displs = op->v[1] != NULL ? arr[1] : NULL,
+        .recv_counts = op->v[2] != NULL ? arr[2] : NULL,
+        .recv_displs = op->v[3] != NULL ? arr[3] : NULL,
+        .recv_count_each = op->kind == ZH_OP_REDUCESCATTERV ? each : NULL,
+        .sync = &sync.base,
+        .staged_bytes = &staged,
+        .tune = &c->tune,
+    };
+    int result = zc ? zh_op_direct(c, op, d, &a, in, out) : zh_op_staged(c, op, &a, ccl);
+    return zh_op_exit(c, result);
+}
+
+/* Every post of op seq is in: agree, choose the path, run it. *inline_only:
+ * in = 1 asks to stop (returning 1) unless the op finishes without another
+ * wait; the caller then hands it to the stream worker. */
+int zh_op_complete(zh_comm_t *c, const zh_task_t *t, int inline_only)
+{
+    const zh_op_t *op = &t->op;
+    uint32_t seq = t->seq;
+    const zh_post_t *p[ZH_MAX_RANKS];
+    int zc = 1;
+    for (int q = 0; q < c->nranks; q++) {
+        p[q] = &c->peers[q].ctrl->post[seq & 1u];
+        zc &= p[q]->zc_ok != 0;
+    }
+    for (int q = 1; q < c->nranks; q++) {
+        if (!zh_op_agree(c, p[0], p[q], q, seq)) {
+            return ZC_ERR_INVAL; /* every rank saw the same posts: no exit needed */
+        }
+    }
+    if (op->kind == ZH_OP_BARRIER) {
+        return ZC_OK; /* everyone arrived */
+    }
+    size_t bytes = zh_op_inline_bytes(op);
+    if (zc && bytes <= ZH_INLINE_MAX) {
+        zh_op_inline(c, op, seq, bytes);
+        return ZC_OK;
+    }
+    if (inline_only) {
+        return 1;
+    }
+    return zh_op_algorithm(c, op, seq, p, zc);
+}

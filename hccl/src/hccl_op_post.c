@@ -1,0 +1,134 @@
+/*
+ * Ops, steps 1 and 3: every rank publishes its descriptor and post line, and
+ * compares every peer's post with rank 0's. See hccl_op.h.
+ */
+#include "hccl_op.h"
+
+#include <string.h>
+
+#include "zc/log.h"
+#include "zc/sync.h"
+
+static const char *const zh_op_names[ZH_OP_MAX] = {
+    "?",          "Barrier",       "AllReduce",      "AllGather",
+    "AllGatherV", "ReduceScatter", "ReduceScatterV", "Broadcast",
+    "Reduce",     "Scatter",       "AlltoAll",       "AlltoAllV",
+};
+
+const zh_op_info_t zh_ops[ZH_OP_MAX] = {
+    [ZH_OP_ALLREDUCE] = {coll_allreduce_direct, coll_allreduce_staged, 0, 1, 1},
+    [ZH_OP_ALLGATHER] = {coll_allgather_direct, coll_allgather_staged, 0, 0, 1},
+    [ZH_OP_ALLGATHERV] = {coll_allgatherv_direct, coll_allgatherv_staged, 0, 0, 0},
+    [ZH_OP_REDUCESCATTER] = {coll_reducescatter_direct, coll_reducescatter_staged, 0, 1, 1},
+    [ZH_OP_REDUCESCATTERV] = {coll_reducescatterv_direct, coll_reducescatterv_staged, 0, 1, 0},
+    [ZH_OP_BROADCAST] = {coll_broadcast_direct, coll_broadcast_staged, 1, 0, 1},
+    [ZH_OP_REDUCE] = {coll_reduce_direct, coll_reduce_staged, 1, 1, 1},
+    [ZH_OP_SCATTER] = {coll_scatter_direct, coll_scatter_staged, 1, 0, 1},
+    [ZH_OP_ALLTOALL] = {coll_alltoall_direct, coll_alltoall_staged, 0, 0, 1},
+    [ZH_OP_ALLTOALLV] = {coll_alltoallv_direct, coll_alltoallv_staged, 0, 0, 0},
+};
+
+/* Does rank q's descriptor agree with rank 0's? Logs the first difference. */
+int zh_op_agree(zh_comm_t *c, const zh_post_t *d0, const zh_post_t *dq, int q, uint32_t seq)
+{
+    const char *what = NULL;
+    long long a = 0;
+    long long b = 0;
+    if (dq->kind != d0->kind) {
+        what = "collective";
+        a = dq->kind;
+        b = d0->kind;
+    } else if (dq->dtype != d0->dtype) {
+        what = "dtype";
+        a = dq->dtype;
+        b = d0->dtype;
+    } else if (zh_ops[d0->kind].has_redop && dq->redop != d0->redop) {
+        what = "reduce op";
+        a = dq->redop;
+        b = d0->redop;
+    } else if (zh_ops[d0->kind].has_root && dq->root != d0->root) {
+        what = "root";
+        a = dq->root;
+        b = d0->root;
+    } else if (zh_ops[d0->kind].count_equal && dq->count != d0->count) {
+        what = "count";
+        a = (long long)dq->count;
+        b = (long long)d0->count;
+    }
+    if (what == NULL) {
+        return 1;
+    }
+    if (c->rank == 0 || c->rank == q) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: op %u (%s): rank %d passed %s %lld but rank 0 passed %lld",
+                c->rank, seq, d0->kind < ZH_OP_MAX ? zh_op_names[d0->kind] : "?", q, what, a, b);
+    } else {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: op %u: ranks disagree (%s of rank %d); failing the op",
+                c->rank, seq, what, q);
+    }
+    return 0;
+}
+
+const char *zh_op_name(int kind)
+{
+    return kind > 0 && kind < ZH_OP_MAX ? zh_op_names[kind] : "?";
+}
+
+/* ---- posting and agreement ------------------------------------------------------------ */
+
+/* Bytes an op carries in its post slot, or ZH_INLINE_MAX + 1 if it cannot. */
+size_t zh_op_inline_bytes(const zh_op_t *op)
+{
+    return op->kind == ZH_OP_ALLREDUCE || op->kind == ZH_OP_ALLGATHER ? op->send_bytes
+                                                                      : ZH_INLINE_MAX + 1;
+}
+
+/* Publish my descriptor and post line of op t->seq (step 1 of every op). */
+void zh_op_post(zh_comm_t *c, const zh_task_t *t)
+{
+    const zh_op_t *op = &t->op;
+    uint32_t seq = t->seq;
+    zh_desc_t *mine = &c->ctrl->desc[seq & 1u];
+    mine->send_va = (uint64_t)(uintptr_t)op->send;
+    mine->recv_va = (uint64_t)(uintptr_t)op->recv;
+    mine->send_bytes = op->send_bytes;
+    mine->recv_bytes = op->recv_bytes;
+    int zc_ok = zh_mem_local_covers(c, mine->send_va, op->send_bytes) &&
+                zh_mem_local_covers(c, mine->recv_va, op->recv_bytes);
+    for (int i = 0; i < 4; i++) {
+        if (op->v[i] != NULL) {
+            memcpy(mine->v[i], t->arrays[i], sizeof(uint64_t) * (size_t)c->nranks);
+        }
+    }
+    zh_post_t *post = &c->ctrl->post[seq & 1u];
+    post->kind = (uint8_t)op->kind;
+    post->dtype = (uint8_t)op->dtype;
+    post->redop = (uint8_t)op->redop;
+    post->zc_ok = (uint8_t)zc_ok;
+    post->root = op->root;
+    post->count = op->count;
+    /* Small AllReduce / AllGather: my input travels with my post (used only
+     * if every rank is on activated memory, which we learn from the posts). */
+    size_t inline_bytes = zh_op_inline_bytes(op);
+    uint8_t *inl = inline_bytes <= ZH_POST_DATA ? post->data : c->ctrl->idata[seq & 1u];
+    if (inline_bytes <= ZH_INLINE_MAX && inline_bytes > 0 && zc_ok) {
+        memcpy(inl, op->send, inline_bytes);
+    }
+    zh_flag_post((zh_flag_t *)(void *)post, seq); /* release: everything above first */
+}
+
+size_t zh_post_offset(uint32_t seq)
+{
+    return offsetof(zh_ctrl_t, post) + (seq & 1u) * sizeof(zh_post_t);
+}
+
+/* Has every peer posted op seq? (no waiting) */
+int zh_op_all_posted(zh_comm_t *c, uint32_t seq)
+{
+    for (int q = 0; q < c->nranks; q++) {
+        const atomic_uint *v = &c->peers[q].ctrl->post[seq & 1u].value;
+        if ((int32_t)(atomic_load_explicit(v, memory_order_acquire) - seq) < 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
