@@ -18,7 +18,9 @@
  * HCCL_EXEC_TIMEOUT=60 turns a hang into an error; HCCL_SOCKET_IFNAME=zcnet0
  * (every host's interface) names the address the root info advertises;
  * UCX_TLS=tcp,self keeps UCX off shared memory between hosts (run.sh sets
- * the last two and shows which transports UCX has there).
+ * the last two and prints the lanes UCX picks on a host); the first case
+ * runs at ZCCL_LOG_LEVEL=info, where the library logs the transport of each
+ * UCX endpoint.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -73,7 +75,12 @@ static void test_comm_api(void **state)
         mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     assert_true(sh != MAP_FAILED);
     memset(sh, 0, sizeof(*sh));
+    /* This launch logs at info level: the library names the transport of each endpoint. */
+    setenv("ZCCL_LOG_LEVEL", "info", 1);
+    setenv("ZCCL_LOG_SUBSYS", "BOOT,COMM", 1);
     int failed = mh_launch("comm api + barrier", zt_comm_api, sh);
+    unsetenv("ZCCL_LOG_LEVEL");
+    unsetenv("ZCCL_LOG_SUBSYS");
     munmap(sh, sizeof(*sh));
     assert_int_equal(failed, 0);
 }

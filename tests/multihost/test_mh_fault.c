@@ -137,13 +137,21 @@ static int mh_rank(int rank, int nranks, const HcclRootInfo *root, void *arg)
     return 0;
 }
 
-/* Wait until every rank in [0, n) passed its warm-up; 0, or -1 after MH_LAUNCH_S. */
-static int mh_wait_ready(mh_shared_t *sh, int n)
+typedef struct {
+    mh_shared_t *sh;
+    int kill; /* 1: kill host 2's ranks; 0: take its link down */
+    double t_fault;
+    int launch_failed;
+    atomic_int done; /* the launch returned */
+} mh_case_t;
+
+/* Wait until every rank passed its warm-up: 0, or -1 once the launch ended or after MH_LAUNCH_S. */
+static int mh_wait_ready(mh_case_t *c)
 {
     double end = mh_now() + MH_LAUNCH_S;
-    for (int r = 0; r < n; r++) {
-        while (!atomic_load_explicit(&sh->r[r].ready, memory_order_acquire)) {
-            if (mh_now() > end) {
+    for (int r = 0; r < MH_NRANKS; r++) {
+        while (!atomic_load_explicit(&c->sh->r[r].ready, memory_order_acquire)) {
+            if (mh_now() > end || atomic_load_explicit(&c->done, memory_order_acquire)) {
                 fprintf(stderr, "rank %d never became ready\n", r);
                 return -1;
             }
@@ -153,18 +161,12 @@ static int mh_wait_ready(mh_shared_t *sh, int n)
     return 0;
 }
 
-typedef struct {
-    mh_shared_t *sh;
-    int kill; /* 1: kill host 2's ranks; 0: take its link down */
-    double t_fault;
-    int launch_failed;
-} mh_case_t;
-
 /* The launcher runs in a thread of its own so this one can inject the fault. */
 static void *mh_launcher(void *p)
 {
     mh_case_t *c = p;
     c->launch_failed = zt_launch_procs(MH_NRANKS, mh_rank, c->sh, MH_LAUNCH_S);
+    atomic_store_explicit(&c->done, 1, memory_order_release);
     return NULL;
 }
 
@@ -174,10 +176,10 @@ static void mh_run(int kill_host)
         mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     assert_true(sh != MAP_FAILED);
     memset(sh, 0, sizeof(*sh));
-    mh_case_t c = {sh, kill_host, 0, 0};
+    mh_case_t c = {sh, kill_host, 0, 0, 0};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, mh_launcher, &c), 0);
-    int ready = mh_wait_ready(sh, MH_NRANKS);
+    int ready = mh_wait_ready(&c);
     int first = 0; /* survivors: ranks [first, last) */
     int last = MH_NRANKS;
     if (ready == 0) {
