@@ -258,6 +258,13 @@ static int zh_peer_dead(const zh_peer_t *p)
     return poll(&pfd, 1, 0) > 0;
 }
 
+int zh_peer_gone(zh_comm_t *c, int peer)
+{
+    /* closed first: a destroy posts it before the process can exit */
+    return atomic_load_explicit(&c->peers[peer].ctrl->closed.value, memory_order_acquire) != 0 ||
+           zh_peer_dead(&c->peers[peer]);
+}
+
 void zh_comm_fail(zh_comm_t *c, HcclResult r)
 {
     int expect = HCCL_SUCCESS;
@@ -322,6 +329,13 @@ static int zh_wait_one(zh_comm_t *c, int peer, size_t flag_offset, uint32_t targ
         }
         atomic_fetch_sub_explicit(&f->sleepers, 1, memory_order_seq_cst);
         if (zh_reached(atomic_load_explicit(&f->value, memory_order_acquire), target)) {
+            return ZC_OK;
+        }
+        /* A peer that posted what I wait for and then left (exited or
+         * destroyed its comm, having no duty left) is no failure: its exit
+         * is seen after its posts, so look at the flag once more. */
+        if (zh_peer_gone(c, peer) &&
+            zh_reached(atomic_load_explicit(&f->value, memory_order_acquire), target)) {
             return ZC_OK;
         }
         int st = zh_wait_check(c, peer, start);

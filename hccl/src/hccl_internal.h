@@ -401,6 +401,10 @@ void zh_p2p_release(zh_comm_t *c);
 
 /* hccl_ctrl.c: liveness/abort checks shared by the waits */
 int zh_wait_check(zh_comm_t *c, int peer, uint64_t start);
+/* Has peer exited or destroyed its communicator? (no log) Whatever it wrote
+ * before is visible once this says so: a waiter looks at its flags once
+ * more before it fails, since a peer with no duty left may leave. */
+int zh_peer_gone(zh_comm_t *c, int peer);
 /* After a grace period of waiting: is the wait for peer a certain deadlock
  * between a point-to-point op and a collective? (logs, breaks the comm with
  * HCCL_E_PARA and returns ZC_ERR_INVAL if so) */

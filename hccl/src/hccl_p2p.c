@@ -343,6 +343,7 @@ static int zh_p2p_run(zh_comm_t *c, zh_batch_t *b)
     uint64_t start = zc_time_ns();
     uint32_t idle = 0;
     int result = ZC_OK;
+    int last_look = 0; /* one more sweep after the peer waited for was seen gone */
     for (;;) {
         int moved = 0;
         uint32_t left = 0;
@@ -377,6 +378,7 @@ static int zh_p2p_run(zh_comm_t *c, zh_batch_t *b)
         }
         if (moved) {
             idle = 0;
+            last_look = 0;
             start = zc_time_ns(); /* the exec timeout bounds a stall, not a transfer */
             continue;
         }
@@ -385,6 +387,8 @@ static int zh_p2p_run(zh_comm_t *c, zh_batch_t *b)
             zc_cpu_relax();
         } else if (idle < c->spin_iters + 256) {
             sched_yield();
+        } else if (!last_look && waiting != NULL && zh_peer_gone(c, (int)waiting->it.remoteRank)) {
+            last_look = 1; /* what it posted before it left is visible now: sweep again */
         } else {
             int st = zh_p2p_stalled(c, waiting, start);
             if (st != ZC_OK) {

@@ -141,7 +141,10 @@ aclError vmm_stream_reserve(vmm_stream_t *s, int want_idle, uint64_t *pos, int *
         if (seq == t) {
             int was_idle = want_idle && vmm_stream_idle(s) &&
                            atomic_load_explicit(&s->done, memory_order_acquire) == t;
-            if (atomic_compare_exchange_weak_explicit(&s->tail, &t, t + 1, memory_order_acq_rel,
+            /* seq_cst: a claimer finishing slot t - 1 reads tail after it
+             * stored head (zccl_task_finish) and must see this reservation,
+             * or this producer's later kick sees the worker past the claim */
+            if (atomic_compare_exchange_weak_explicit(&s->tail, &t, t + 1, memory_order_seq_cst,
                                                       memory_order_relaxed)) {
                 *pos = t;
                 *idle = was_idle;

@@ -19,8 +19,19 @@
  * tasks and the thread (refs), so a thread may exit with work queued. */
 typedef struct vmm_issuer {
     atomic_uint pending;
+    atomic_uint draining; /* the thread sleeps in a drain: wake it at 0 */
     atomic_int refs;
 } vmm_issuer_t;
+
+/* One of w's tasks is over; the last one wakes a draining thread (no
+ * syscall per task otherwise). */
+static void vmm_issuer_dec(vmm_issuer_t *w)
+{
+    if (atomic_fetch_sub_explicit(&w->pending, 1, memory_order_seq_cst) == 1 &&
+        atomic_load_explicit(&w->draining, memory_order_seq_cst) != 0) {
+        zc_futex_wake(&w->pending, INT32_MAX);
+    }
+}
 
 typedef struct {
     zccl_task_fn fn;
@@ -59,9 +70,7 @@ static void vmm_tracked_done(void *p)
         t->dtor(t->arg);
     }
     vmm_issuer_t *w = t->who;
-    if (atomic_fetch_sub_explicit(&w->pending, 1, memory_order_acq_rel) == 1) {
-        zc_futex_wake(&w->pending, INT32_MAX);
-    }
+    vmm_issuer_dec(w);
     vmm_issuer_put(w);
     free(t);
 }
@@ -88,9 +97,7 @@ vmm_issuer_t *vmm_issuer_mine(void)
 /* A tracked task finished or was dropped. */
 void vmm_issuer_done(vmm_issuer_t *w)
 {
-    if (atomic_fetch_sub_explicit(&w->pending, 1, memory_order_acq_rel) == 1) {
-        zc_futex_wake(&w->pending, INT32_MAX);
-    }
+    vmm_issuer_dec(w);
     vmm_issuer_put(w);
 }
 
@@ -139,10 +146,16 @@ aclError vmm_stream_drain_mine(const char *what)
         return ACL_ERROR_RT_STREAM_CONTEXT;
     }
     vmm_issuer_t *w = vmm_issuer_self;
-    for (unsigned v;
-         w != NULL && (v = atomic_load_explicit(&w->pending, memory_order_acquire)) != 0;) {
+    if (w == NULL) {
+        return ACL_SUCCESS;
+    }
+    /* draining is raised before pending is read again (both seq_cst), so
+     * the task that takes pending to 0 either is seen here or sees it. */
+    atomic_fetch_add_explicit(&w->draining, 1, memory_order_seq_cst);
+    for (unsigned v; (v = atomic_load_explicit(&w->pending, memory_order_seq_cst)) != 0;) {
         (void)zc_futex_wait(&w->pending, v, 0);
     }
+    atomic_fetch_sub_explicit(&w->draining, 1, memory_order_seq_cst);
     return ACL_SUCCESS;
 }
 
@@ -210,7 +223,14 @@ ZC_EXPORT void zccl_task_finish(zccl_task_t *t, int rc)
     vmm_stream_t *s = t->stream;
     vmm_stream_retire(s, t->pos, rc);
     atomic_fetch_sub_explicit(&s->producers, 1, memory_order_seq_cst);
-    vmm_stream_kick(s); /* work other threads queued behind the claim */
+    /* Work other threads queued behind the claim: its producer kicked a
+     * worker that found the claim unpublished, so kick again. Nothing
+     * behind it (the usual case): no wake, no syscall. A producer that
+     * reserves after this look sees head past the claim (retire stored it
+     * seq_cst) and kicks for itself. */
+    if (atomic_load_explicit(&s->tail, memory_order_seq_cst) != t->pos + 1) {
+        vmm_stream_kick(s);
+    }
     t->stream = NULL;
     vmm_stream_put(s);
 }
