@@ -5,9 +5,11 @@
  * are per network namespace, so peers on another host cannot reach each
  * other's broker: the bytes between hosts take the inter-host path.
  *
- * Usage: test_mh_colls TAG NETNS_SH LAYOUT, LAYOUT as "2,2" (ranks per host),
+ * Usage: test_mh_colls TAG NETNS_SH LAYOUT [CASES], LAYOUT as "2,2" (ranks per
+ * host), CASES a cmocka filter pattern (e.g. test_layout: the launcher only),
  * normally through tests/multihost/run.sh, which makes the hosts and always
- * removes them. The cases are the single-host suites' scenarios
+ * removes them. First the layout itself (each rank in its host's network
+ * namespace and hostname, hosts apart). Then the single-host suites' scenarios
  * (tests/common): the communicator API and Barrier; AllReduce and AllGather
  * over every dtype x op x {zero-copy, buffered} x {in place, out of place}
  * x counts; ReduceScatter(V), Reduce, Broadcast, Scatter, AllGatherV and
@@ -33,6 +35,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "zt_coll_p2p.h"
 #include "zt_coll_scen.h"
@@ -66,6 +69,48 @@ static int mh_job(const char *what, zt_cc_body_fn body)
 {
     zt_cc_job_t job = {body, NULL};
     return mh_launch(what, zt_cc_rank_job, &job);
+}
+
+/* Where each rank runs: its network namespace and hostname, as the rank sees them. */
+typedef struct {
+    char net[64][64];
+    char host[64][64];
+} mh_where_t;
+
+static int mh_rank_where(int rank, int nranks, const HcclRootInfo *root, void *arg)
+{
+    (void)nranks;
+    (void)root;
+    mh_where_t *w = arg;
+    ssize_t n = readlink("/proc/self/ns/net", w->net[rank], sizeof(w->net[rank]) - 1);
+    return n > 0 && gethostname(w->host[rank], sizeof(w->host[rank]) - 1) == 0 ? 0 : 1;
+}
+
+/* The launcher puts ranks where the layout says: one network namespace and hostname per host,
+ * shared by the host's ranks and by no other host's, not this process's. */
+static void test_layout(void **state)
+{
+    (void)state;
+    mh_where_t *w =
+        mmap(NULL, sizeof(*w), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(w != MAP_FAILED);
+    memset(w, 0, sizeof(*w));
+    assert_int_equal(mh_launch("layout", mh_rank_where, w), 0);
+    char mine[64] = {0};
+    assert_true(readlink("/proc/self/ns/net", mine, sizeof(mine) - 1) > 0);
+    int bad = 0;
+    for (int a = 0; a < mh_hosts.nranks; a++) {
+        char want[96];
+        snprintf(want, sizeof(want), "%sh%d", mh_hosts.tag, mh_hosts.host_of[a]);
+        printf("# rank %d: host %s, %s\n", a, w->host[a], w->net[a]);
+        bad += strcmp(w->host[a], want) != 0 || strcmp(w->net[a], mine) == 0;
+        for (int b = 0; b < a; b++) {
+            int same = mh_hosts.host_of[a] == mh_hosts.host_of[b];
+            bad += same != (strcmp(w->net[a], w->net[b]) == 0);
+        }
+    }
+    munmap(w, sizeof(*w));
+    assert_int_equal(bad, 0);
 }
 
 static void test_comm_api(void **state)
@@ -143,18 +188,22 @@ static void test_p2p(void **state)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4 || zt_hosts_parse(&mh_hosts, argv[1], argv[2], argv[3]) != 0) {
-        fprintf(stderr, "usage: %s TAG NETNS_SH LAYOUT (e.g. 2,2)\n", argv[0]);
+    if (argc < 4 || argc > 5 || zt_hosts_parse(&mh_hosts, argv[1], argv[2], argv[3]) != 0) {
+        fprintf(stderr, "usage: %s TAG NETNS_SH LAYOUT [CASES] (e.g. 2,2 test_layout)\n", argv[0]);
         return 2;
+    }
+    if (argc == 5) {
+        cmocka_set_test_filter(argv[4]);
     }
     setenv("HCCL_BUFFSIZE", "1", 0);
     setenv("HCCL_EXEC_TIMEOUT", "60", 0);
     setenv("HCCL_CONNECT_TIMEOUT", "60", 0);
     zt_hosts_use(&mh_hosts);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_comm_api),  cmocka_unit_test(test_allreduce),
-        cmocka_unit_test(test_allgather), cmocka_unit_test(test_colls),
-        cmocka_unit_test(test_mismatch),  cmocka_unit_test(test_p2p),
+        cmocka_unit_test(test_layout),    cmocka_unit_test(test_comm_api),
+        cmocka_unit_test(test_allreduce), cmocka_unit_test(test_allgather),
+        cmocka_unit_test(test_colls),     cmocka_unit_test(test_mismatch),
+        cmocka_unit_test(test_p2p),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
