@@ -457,7 +457,59 @@ static void zt_reduce_i128(unsigned char *out, const void *const *in, int n, siz
     }
 }
 
+/* Hosts of the reference (zt_ref_set_hosts); 0: one flat rank order. */
+static int zt_ref_nhosts;
+static int zt_ref_per_host[ZT_MAX_RANKS];
+
+void zt_ref_set_hosts(int nhosts, const int *per_host)
+{
+    zt_ref_nhosts = nhosts > 1 && nhosts <= ZT_MAX_RANKS ? nhosts : 0;
+    for (int h = 0; h < zt_ref_nhosts; h++) {
+        zt_ref_per_host[h] = per_host[h];
+    }
+}
+
+static int zt_ref_reduce_flat(void *out, const void *const *in, int n, size_t count, int dtype,
+                              int op);
+
+/* Each host's ranks in rank order, the partial stored in the dtype; then the partials in host
+ * order. -1 when the hosts do not cover exactly n ranks. */
+static int zt_ref_reduce_hosts(void *out, const void *const *in, int n, size_t count, int dtype,
+                               int op)
+{
+    size_t es = zt_dtype_size(dtype);
+    int total = 0;
+    for (int h = 0; h < zt_ref_nhosts; h++) {
+        total += zt_ref_per_host[h];
+    }
+    unsigned char *part = total == n ? malloc((size_t)zt_ref_nhosts * count * es + 1) : NULL;
+    if (part == NULL) {
+        return -1;
+    }
+    const void *src[ZT_MAX_RANKS];
+    int rc = 0;
+    for (int h = 0, first = 0; h < zt_ref_nhosts && rc == 0; first += zt_ref_per_host[h++]) {
+        src[h] = part + (size_t)h * count * es;
+        rc = zt_ref_reduce_flat(part + (size_t)h * count * es, in + first, zt_ref_per_host[h],
+                                count, dtype, op);
+    }
+    if (rc == 0) {
+        rc = zt_ref_reduce_flat(out, src, zt_ref_nhosts, count, dtype, op);
+    }
+    free(part);
+    return rc;
+}
+
 int zt_ref_reduce(void *out, const void *const *in, int n, size_t count, int dtype, int op)
+{
+    if (zt_ref_nhosts > 1) {
+        return zt_ref_reduce_hosts(out, in, n, count, dtype, op);
+    }
+    return zt_ref_reduce_flat(out, in, n, count, dtype, op);
+}
+
+static int zt_ref_reduce_flat(void *out, const void *const *in, int n, size_t count, int dtype,
+                              int op)
 {
     size_t es = zt_dtype_size(dtype);
     if (es == 0 || n <= 0 || n > ZT_MAX_RANKS || op < HCCL_REDUCE_SUM || op > HCCL_REDUCE_MIN) {
