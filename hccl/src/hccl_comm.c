@@ -44,10 +44,14 @@
 #define ZH_HANDLE_GEN_MAX ((1ull << (56 - ZH_HANDLE_SLOT_BITS)) - 1)
 _Static_assert(ZH_MAX_COMMS <= (1 << ZH_HANDLE_SLOT_BITS), "slot index fits the handle");
 
+/* Written under the registry lock; zh_comm_get reads a slot without it:
+ * a slot's comm is stored (release) after its gen and pid, and read
+ * (acquire) before them, so a reader that finds the handle's gen after
+ * a non-NULL comm has that handle's comm. */
 typedef struct {
-    zh_comm_t *comm; /* NULL: free */
-    uint64_t gen;    /* of the handle given out for this slot last */
-    int32_t pid;     /* process that created the comm */
+    _Atomic(zh_comm_t *) comm; /* NULL: free */
+    atomic_uint_fast64_t gen;  /* of the handle given out for this slot last */
+    atomic_int pid;            /* process that created the comm */
 } zh_slot_t;
 
 static pthread_mutex_t zh_registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -84,14 +88,15 @@ static HcclComm zh_handle_make(size_t slot, uint64_t gen)
     return (HcclComm)(uintptr_t)(ZH_HANDLE_TAG | gen << ZH_HANDLE_SLOT_BITS | slot);
 }
 
-/* Slot of a handle whose generation is current, or -1. Registry lock held. */
+/* Slot of a handle whose generation is current, or -1 (lock-free: see zh_slot_t). */
 static ssize_t zh_handle_slot(HcclComm comm)
 {
     uint64_t v = (uint64_t)(uintptr_t)comm;
     size_t slot = (size_t)(v & ((1u << ZH_HANDLE_SLOT_BITS) - 1));
     uint64_t gen = (v & ~ZH_HANDLE_TAG) >> ZH_HANDLE_SLOT_BITS;
     if ((v & (0xffull << 56)) != ZH_HANDLE_TAG || slot >= ZH_MAX_COMMS ||
-        zh_registry[slot].comm == NULL || zh_registry[slot].gen != gen) {
+        atomic_load_explicit(&zh_registry[slot].comm, memory_order_acquire) == NULL ||
+        atomic_load_explicit(&zh_registry[slot].gen, memory_order_relaxed) != gen) {
         return -1;
     }
     return (ssize_t)slot;
@@ -102,11 +107,13 @@ static int zh_registry_add(zh_comm_t *c, HcclComm *out)
     pthread_mutex_lock(&zh_registry_lock);
     for (size_t i = 0; i < ZH_MAX_COMMS; i++) {
         zh_slot_t *s = &zh_registry[i];
-        if (s->comm == NULL && s->gen < ZH_HANDLE_GEN_MAX) {
-            s->comm = c;
-            s->gen++;
-            s->pid = (int32_t)getpid();
-            *out = zh_handle_make(i, s->gen);
+        uint64_t gen = atomic_load_explicit(&s->gen, memory_order_relaxed);
+        if (atomic_load_explicit(&s->comm, memory_order_relaxed) == NULL &&
+            gen < ZH_HANDLE_GEN_MAX) {
+            atomic_store_explicit(&s->gen, gen + 1, memory_order_relaxed);
+            atomic_store_explicit(&s->pid, (int)getpid(), memory_order_relaxed);
+            atomic_store_explicit(&s->comm, c, memory_order_release);
+            *out = zh_handle_make(i, gen + 1);
             pthread_mutex_unlock(&zh_registry_lock);
             return ZC_OK;
         }
@@ -120,8 +127,8 @@ static void zh_registry_remove(zh_comm_t *c)
 {
     pthread_mutex_lock(&zh_registry_lock);
     for (int i = 0; i < ZH_MAX_COMMS; i++) {
-        if (zh_registry[i].comm == c) {
-            zh_registry[i].comm = NULL;
+        if (atomic_load_explicit(&zh_registry[i].comm, memory_order_relaxed) == c) {
+            atomic_store_explicit(&zh_registry[i].comm, NULL, memory_order_release);
         }
     }
     pthread_mutex_unlock(&zh_registry_lock);
@@ -132,8 +139,9 @@ zh_comm_t *zh_comm_lookup(HcclComm comm)
     zh_comm_t *found = NULL;
     pthread_mutex_lock(&zh_registry_lock);
     ssize_t i = zh_handle_slot(comm);
-    if (i >= 0 && zh_registry[i].pid == atomic_load_explicit(&zh_self_pid, memory_order_relaxed)) {
-        found = zh_registry[i].comm;
+    if (i >= 0 && atomic_load_explicit(&zh_registry[i].pid, memory_order_relaxed) ==
+                      atomic_load_explicit(&zh_self_pid, memory_order_relaxed)) {
+        found = atomic_load_explicit(&zh_registry[i].comm, memory_order_relaxed);
     }
     pthread_mutex_unlock(&zh_registry_lock);
     return found;
@@ -144,8 +152,8 @@ HcclComm zh_comm_handle(const zh_comm_t *c)
     HcclComm h = NULL;
     pthread_mutex_lock(&zh_registry_lock);
     for (size_t i = 0; i < ZH_MAX_COMMS && h == NULL; i++) {
-        if (zh_registry[i].comm == c) {
-            h = zh_handle_make(i, zh_registry[i].gen);
+        if (atomic_load_explicit(&zh_registry[i].comm, memory_order_relaxed) == c) {
+            h = zh_handle_make(i, atomic_load_explicit(&zh_registry[i].gen, memory_order_relaxed));
         }
     }
     pthread_mutex_unlock(&zh_registry_lock);
@@ -158,25 +166,30 @@ HcclResult zh_comm_get(HcclComm comm, const char *fn, zh_comm_t **out)
         ZC_WARN(ZC_SUB_COMM, "%s: comm is NULL", fn);
         return HCCL_E_PTR;
     }
-    pthread_mutex_lock(&zh_registry_lock);
+    /* No lock: one acquire load per op (see zh_slot_t). A destroy racing
+     * with a call on the same comm is the caller's misuse, locked or not. */
     ssize_t i = zh_handle_slot(comm);
-    zh_slot_t s = i >= 0 ? zh_registry[i] : (zh_slot_t){NULL, 0, 0};
-    pthread_mutex_unlock(&zh_registry_lock);
+    zh_comm_t *c = i >= 0 ? atomic_load_explicit(&zh_registry[i].comm, memory_order_acquire) : NULL;
+    int pid = i >= 0 ? atomic_load_explicit(&zh_registry[i].pid, memory_order_relaxed) : 0;
+    if (c != NULL && atomic_load_explicit(&zh_registry[i].gen, memory_order_relaxed) !=
+                         ((uint64_t)(uintptr_t)comm & ~ZH_HANDLE_TAG) >> ZH_HANDLE_SLOT_BITS) {
+        c = NULL; /* the slot was taken again between the two looks */
+    }
     int self = atomic_load_explicit(&zh_self_pid, memory_order_relaxed);
-    if (s.comm == NULL) {
+    if (c == NULL) {
         ZC_WARN(ZC_SUB_COMM, "%s: comm %p is not a live communicator", fn, comm);
         return HCCL_E_PARA;
     }
-    if (s.pid != self) {
+    if (pid != self) {
         /* A forked child shares the parent's control segments and peers'
          * mappings: running anything would pair with the parent's peers. */
         ZC_WARN(ZC_SUB_COMM,
                 "%s: communicator %s created by pid %d used in pid %d (a "
                 "communicator does not survive fork)",
-                fn, s.comm->name, (int)s.pid, self);
+                fn, c->name, pid, self);
         return HCCL_E_NOT_SUPPORT;
     }
-    *out = s.comm;
+    *out = c;
     return HCCL_SUCCESS;
 }
 

@@ -18,15 +18,75 @@ static vmm_stream_t **vmm_reg; /* live user streams */
 static size_t vmm_nreg, vmm_reg_cap;
 static vmm_stream_t **vmm_defaults; /* per device, lazily allocated */
 static int vmm_ndefaults;
+/* Bumped (under vmm_reg_mu) whenever a stream leaves the registry or the
+ * default table: a thread's cached lookup is good while it is unchanged. */
+static atomic_uint_fast64_t vmm_reg_gen;
+
+/* The calling thread's last lookup, so that an op and its synchronize find
+ * their stream without the registry lock. The cache holds a reference, so
+ * the stream's memory outlives a destroy until the cache moves on (next
+ * lookup of another stream, or thread exit). */
+typedef struct {
+    vmm_stream_t *s;
+    const void *handle;
+    int dev; /* the current device, for the NULL handle */
+    uint64_t gen;
+} vmm_cache_t;
+static _Thread_local vmm_cache_t vmm_cache;
+static pthread_once_t vmm_cache_once = PTHREAD_ONCE_INIT;
+static pthread_key_t vmm_cache_key; /* its destructor drops an exiting thread's cache */
 
 void vmm_stream_put(vmm_stream_t *s)
 {
-    pthread_mutex_lock(&vmm_reg_mu);
-    int last = --s->refs == 0;
-    pthread_mutex_unlock(&vmm_reg_mu);
-    if (last) {
+    if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
         vmm_stream_free(s);
     }
+}
+
+static void vmm_cache_drop(void *p)
+{
+    (void)p;
+    vmm_stream_t *s = vmm_cache.s;
+    vmm_cache.s = NULL;
+    if (s != NULL) {
+        vmm_stream_put(s);
+    }
+}
+
+static void vmm_cache_key_make(void)
+{
+    (void)pthread_key_create(&vmm_cache_key, vmm_cache_drop);
+}
+
+/* After a locked lookup found s (gen read under the lock): cache it. */
+static void vmm_cache_fill(vmm_stream_t *s, const void *handle, int dev, uint64_t gen)
+{
+    if (vmm_cache.s == s && vmm_cache.handle == handle && vmm_cache.dev == dev) {
+        vmm_cache.gen = gen;
+        return;
+    }
+    pthread_once(&vmm_cache_once, vmm_cache_key_make);
+    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed); /* the cache's */
+    vmm_cache_drop(NULL);
+    vmm_cache = (vmm_cache_t){s, handle, dev, gen};
+    (void)pthread_setspecific(vmm_cache_key, &vmm_cache);
+}
+
+/* Lock-free lookup: the cached stream, if nothing left the tables since. */
+static vmm_stream_t *vmm_cache_hit(const void *handle, int dev)
+{
+    vmm_stream_t *s = vmm_cache.s;
+    if (s == NULL || vmm_cache.handle != handle || vmm_cache.dev != dev ||
+        vmm_cache.gen != atomic_load_explicit(&vmm_reg_gen, memory_order_acquire)) {
+        return NULL;
+    }
+    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+    return s;
+}
+
+static void vmm_reg_changed(void)
+{
+    atomic_fetch_add_explicit(&vmm_reg_gen, 1, memory_order_release);
 }
 
 /* ---- lookup ---------------------------------------------------------------------------- */
@@ -43,12 +103,20 @@ static ssize_t vmm_reg_find(const void *h)
 
 aclError vmm_stream_get(aclrtStream handle, const char *what, vmm_stream_t **out)
 {
+    int cur = handle == NULL ? vmm_device_current() : -1;
+    vmm_stream_t *hit = vmm_cache_hit(handle, cur);
+    if (hit != NULL) {
+        *out = hit;
+        return ACL_SUCCESS;
+    }
     if (handle != NULL) {
         pthread_mutex_lock(&vmm_reg_mu);
         ssize_t i = vmm_reg_find(handle);
         if (i >= 0) {
-            vmm_reg[i]->refs++;
+            atomic_fetch_add_explicit(&vmm_reg[i]->refs, 1, memory_order_relaxed);
             *out = vmm_reg[i];
+            vmm_cache_fill(vmm_reg[i], handle, -1,
+                           atomic_load_explicit(&vmm_reg_gen, memory_order_relaxed));
         }
         pthread_mutex_unlock(&vmm_reg_mu);
         if (i < 0) {
@@ -57,7 +125,7 @@ aclError vmm_stream_get(aclrtStream handle, const char *what, vmm_stream_t **out
         }
         return ACL_SUCCESS;
     }
-    int dev = vmm_device_current();
+    int dev = cur;
     if (dev < 0) {
         ZC_WARN(ZC_SUB_STREAM,
                 "%s: NULL (default) stream but this thread has no current "
@@ -79,8 +147,10 @@ aclError vmm_stream_get(aclrtStream handle, const char *what, vmm_stream_t **out
         rc = vmm_stream_new(dev, 1, 0, 0, &vmm_defaults[dev]);
     }
     if (rc == ACL_SUCCESS) {
-        vmm_defaults[dev]->refs++;
+        atomic_fetch_add_explicit(&vmm_defaults[dev]->refs, 1, memory_order_relaxed);
         *out = vmm_defaults[dev];
+        vmm_cache_fill(vmm_defaults[dev], NULL, dev,
+                       atomic_load_explicit(&vmm_reg_gen, memory_order_relaxed));
     }
     pthread_mutex_unlock(&vmm_reg_mu);
     return rc;
@@ -166,6 +236,7 @@ static aclError vmm_stream_destroy_api(aclrtStream stream, int force, const char
     }
     if (s != NULL) {
         vmm_reg[i] = vmm_reg[--vmm_nreg]; /* the registry's reference moves to us */
+        vmm_reg_changed();
     }
     pthread_mutex_unlock(&vmm_reg_mu);
     if (s == NULL) {
@@ -219,13 +290,13 @@ vmm_stream_t **vmm_stream_snapshot(int dev, size_t *count)
     vmm_stream_t **v = malloc((vmm_nreg + (size_t)vmm_ndefaults + 1) * sizeof(*v));
     for (size_t i = 0; v != NULL && i < vmm_nreg; i++) {
         if (dev < 0 || vmm_reg[i]->dev == dev) {
-            vmm_reg[i]->refs++;
+            atomic_fetch_add_explicit(&vmm_reg[i]->refs, 1, memory_order_relaxed);
             v[n++] = vmm_reg[i];
         }
     }
     for (int d = 0; v != NULL && d < vmm_ndefaults; d++) {
         if (vmm_defaults[d] != NULL && (dev < 0 || d == dev)) {
-            vmm_defaults[d]->refs++;
+            atomic_fetch_add_explicit(&vmm_defaults[d]->refs, 1, memory_order_relaxed);
             v[n++] = vmm_defaults[d];
         }
     }
@@ -244,6 +315,7 @@ void vmm_stream_drop_defaults(int dev)
         pthread_mutex_lock(&vmm_reg_mu);
         vmm_stream_t *s = vmm_defaults[d];
         vmm_defaults[d] = NULL; /* its table reference moves to us */
+        vmm_reg_changed();
         pthread_mutex_unlock(&vmm_reg_mu);
         if (s != NULL) {
             if (vmm_stream_is_self(s)) {
@@ -297,5 +369,7 @@ void vmm_stream_atfork_child(void)
     for (int d = 0; d < vmm_ndefaults; d++) {
         vmm_defaults[d] = NULL;
     }
+    vmm_reg_changed();
+    vmm_cache.s = NULL; /* abandoned with the rest, not put */
     vmm_issuer_forget();
 }

@@ -89,7 +89,7 @@ struct vmm_stream {
     int is_default;
     uint32_t priority;
     uint32_t flags;
-    int refs; /* guarded by vmm_reg_mu */
+    atomic_int refs; /* lookups, the registry or default table, threads' caches */
     pthread_t thread;
 
     _Alignas(64) atomic_uint_fast64_t tail; /* producers */

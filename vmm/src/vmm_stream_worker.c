@@ -146,7 +146,7 @@ aclError vmm_stream_new(int dev, int is_default, uint32_t priority, uint32_t fla
     s->is_default = is_default;
     s->priority = priority;
     s->flags = flags;
-    s->refs = 1;
+    atomic_init(&s->refs, 1);
     atomic_init(&s->want, UINT64_MAX);
     atomic_init(&s->spin, VMM_SPIN_MAX_NS / 4);
     for (uint64_t i = 0; i < VMM_STREAM_DEPTH; i++) {
