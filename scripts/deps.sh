@@ -6,10 +6,11 @@ set -euo pipefail
 
 # python3-torch, libtorch-dev (c10d headers), pybind11-dev and python3-dev build the
 # PyTorch backend (zccl_torch); python3-numpy is what its tests use for buffered tensors.
-# clang-format is the formatting check of scripts/test.sh (scripts/format.sh).
+# clang-format is the formatting check of scripts/test.sh (scripts/format.sh); libucx-dev
+# is the inter-host tier (UCX headers; libucp is opened at run time).
 pkgs=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhwloc-dev libcmocka-dev
       libjson-c-dev python3-torch libtorch-dev pybind11-dev python3-dev python3-numpy
-      clang-format "$@")
+      clang-format libucx-dev "$@")
 missing=()
 for p in "${pkgs[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

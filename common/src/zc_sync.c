@@ -76,6 +76,12 @@ uint64_t zc_host_id(void)
         fclose(f);
         h = zc_fnv1a(h, buf, n);
     }
+    /* A network namespace is a host of its own: its loopback, abstract Unix
+     * sockets (the brokers) and addresses are not shared with the others. */
+    ssize_t n = readlink("/proc/self/ns/net", buf, sizeof(buf) - 1);
+    if (n > 0) {
+        h = zc_fnv1a(h, buf, (size_t)n);
+    }
     return h;
 }
 

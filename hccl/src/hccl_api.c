@@ -138,11 +138,11 @@ static HcclResult zh_init_checked(uint32_t nRanks, const HcclRootInfo *rootInfo,
 {
     /* Local argument errors fail here, before any rank is contacted; ranks
      * that did join then see the session fail or time out at the root. */
-    if (nRanks == 0 || nRanks > ZH_MAX_RANKS || rank >= nRanks) {
+    if (nRanks == 0 || nRanks > ZH_MAX_COMM_RANKS || rank >= nRanks) {
         ZC_WARN(ZC_SUB_INIT,
                 "HcclCommInitRootInfo: rank %u of nRanks %u is invalid (nRanks "
                 "1..%d, rank < nRanks)",
-                rank, nRanks, ZH_MAX_RANKS);
+                rank, nRanks, ZH_MAX_COMM_RANKS);
         return HCCL_E_PARA;
     }
     return zh_comm_init(nRanks, rootInfo, rank, config, comm);
@@ -225,14 +225,16 @@ ZC_EXPORT HcclResult HcclBarrier(HcclComm comm, aclrtStream stream)
 ZC_EXPORT HcclResult HcclCommSetMemoryRange(HcclComm comm, void *baseVirPtr, size_t size,
                                             size_t alignment, uint64_t flags)
 {
-    ZH_COMM_OR_RETURN(c, comm);
+    ZH_COMM_OR_RETURN(g, comm);
+    zh_comm_t *c = zh_comm_inner(g);
     ZH_PTR_OR_RETURN(baseVirPtr);
     return zh_result(zh_mem_set_range(c, baseVirPtr, size, alignment, flags));
 }
 
 ZC_EXPORT HcclResult HcclCommUnsetMemoryRange(HcclComm comm, void *baseVirPtr)
 {
-    ZH_COMM_OR_RETURN(c, comm);
+    ZH_COMM_OR_RETURN(g, comm);
+    zh_comm_t *c = zh_comm_inner(g);
     ZH_PTR_OR_RETURN(baseVirPtr);
     ZH_CHECK_RESULT(zh_comm_quiesce(c, __func__));
     return zh_result(zh_mem_unset_range(c, baseVirPtr));
@@ -242,7 +244,8 @@ ZC_EXPORT HcclResult HcclCommActivateCommMemory(HcclComm comm, void *virPtr, siz
                                                 size_t offset, aclrtDrvMemHandle handle,
                                                 uint64_t flags)
 {
-    ZH_COMM_OR_RETURN(c, comm);
+    ZH_COMM_OR_RETURN(g, comm);
+    zh_comm_t *c = zh_comm_inner(g);
     ZH_PTR_OR_RETURN(virPtr);
     ZH_PTR_OR_RETURN(handle);
     return zh_result(zh_mem_activate(c, virPtr, size, offset, handle, flags));
@@ -250,7 +253,8 @@ ZC_EXPORT HcclResult HcclCommActivateCommMemory(HcclComm comm, void *virPtr, siz
 
 ZC_EXPORT HcclResult HcclCommDeactivateCommMemory(HcclComm comm, void *virPtr)
 {
-    ZH_COMM_OR_RETURN(c, comm);
+    ZH_COMM_OR_RETURN(g, comm);
+    zh_comm_t *c = zh_comm_inner(g);
     ZH_PTR_OR_RETURN(virPtr);
     ZH_CHECK_RESULT(zh_comm_quiesce(c, __func__));
     return zh_result(zh_mem_deactivate(c, virPtr));
@@ -261,18 +265,21 @@ ZC_EXPORT HcclResult HcclCommDeactivateCommMemory(HcclComm comm, void *virPtr)
 ZC_EXPORT uint64_t zccl_comm_staged_bytes(HcclComm comm)
 {
     zh_comm_t *c = zh_comm_lookup(comm);
+    c = c != NULL ? zh_comm_inner(c) : NULL;
     return c != NULL ? (uint64_t)atomic_load(&c->staged_bytes) : 0;
 }
 
 ZC_EXPORT uint64_t zccl_comm_zero_copy_ops(HcclComm comm)
 {
     zh_comm_t *c = zh_comm_lookup(comm);
+    c = c != NULL ? zh_comm_inner(c) : NULL;
     return c != NULL ? (uint64_t)atomic_load(&c->zc_ops) : 0;
 }
 
 ZC_EXPORT uint64_t zccl_comm_buffered_ops(HcclComm comm)
 {
     zh_comm_t *c = zh_comm_lookup(comm);
+    c = c != NULL ? zh_comm_inner(c) : NULL;
     return c != NULL ? (uint64_t)atomic_load(&c->buf_ops) : 0;
 }
 
@@ -285,5 +292,18 @@ ZC_EXPORT uint64_t zccl_comm_inline_bytes(HcclComm comm)
 ZC_EXPORT int zccl_comm_ccl_allocated(HcclComm comm)
 {
     zh_comm_t *c = zh_comm_lookup(comm);
+    c = c != NULL ? zh_comm_inner(c) : NULL;
     return c != NULL && c->ccl_local != NULL;
+}
+
+ZC_EXPORT uint64_t zccl_comm_net_bytes(HcclComm comm)
+{
+    zh_comm_t *c = zh_comm_lookup(comm);
+    return c != NULL && c->hier != NULL ? zh_hier_net_bytes(c) : 0;
+}
+
+ZC_EXPORT int zccl_comm_hosts(HcclComm comm)
+{
+    zh_comm_t *c = zh_comm_lookup(comm);
+    return c == NULL ? 0 : c->hier != NULL ? zh_hier_hosts(c) : 1;
 }

@@ -27,6 +27,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -53,8 +55,12 @@ struct zh_boot {
     int fd;
     int root_pidfd;
     int nranks;
-    int pidfd[ZH_MAX_RANKS]; /* -1 for ourselves and ranks in our process */
-    int32_t pid[ZH_MAX_RANKS];
+    int pidfd[ZH_MAX_COMM_RANKS]; /* -1 for ourselves and ranks in our process */
+    int32_t pid[ZH_MAX_COMM_RANKS];
+    uint8_t here[ZH_MAX_COMM_RANKS]; /* on this host: its pid means something here */
+    uint8_t uuid[16];
+    uint8_t nonce_s[ZH_NONCE_LEN];
+    uint8_t nonce_c[ZH_NONCE_LEN];
 };
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -155,10 +161,69 @@ static int zh_gone(int pidfd, int32_t pid, int ms)
 
 /* ---- HcclGetRootInfo ---------------------------------------------------------------- */
 
+/* The address the root binds and advertises: HCCL_IF_IP, else the IPv4
+ * address of HCCL_SOCKET_IFNAME, else of the first non-loopback interface
+ * that is up (so ranks on other hosts can reach it), else loopback. */
+static int zh_boot_pick_ip(const zc_config_t *cfg, char *ip, size_t n)
+{
+    if (cfg->if_ip[0] != '\0') {
+        if (strlen(cfg->if_ip) >= n) {
+            ZC_WARN(ZC_SUB_BOOT, "HCCL_IF_IP=\"%s\" is too long", cfg->if_ip);
+            return ZC_ERR_INVAL;
+        }
+        memcpy(ip, cfg->if_ip, strlen(cfg->if_ip) + 1);
+        return ZC_OK;
+    }
+    snprintf(ip, n, "127.0.0.1");
+    struct ifaddrs *ifs = NULL;
+    if (getifaddrs(&ifs) != 0) {
+        return ZC_OK;
+    }
+    const char *want = cfg->socket_ifname[0] != '\0' ? cfg->socket_ifname : NULL;
+    int found = 0;
+    for (struct ifaddrs *i = ifs; i != NULL && !found; i = i->ifa_next) {
+        if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+            (i->ifa_flags & IFF_UP) == 0 ||
+            (want != NULL ? strcmp(i->ifa_name, want) != 0 : (i->ifa_flags & IFF_LOOPBACK) != 0)) {
+            continue;
+        }
+        inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, ip,
+                  (socklen_t)n);
+        found = 1;
+    }
+    freeifaddrs(ifs);
+    if (want != NULL && !found) {
+        ZC_WARN(ZC_SUB_BOOT, "HCCL_SOCKET_IFNAME=\"%s\": no such interface with an IPv4 address up",
+                want);
+        return ZC_ERR_INVAL;
+    }
+    return ZC_OK;
+}
+
+int zh_addr_is_local(const struct sockaddr_in *sa)
+{
+    if ((ntohl(sa->sin_addr.s_addr) >> 24) == 127) {
+        return 1;
+    }
+    struct ifaddrs *ifs = NULL;
+    if (getifaddrs(&ifs) != 0) {
+        return 1; /* unknown: treat as local, whose proof fails closed */
+    }
+    int local = 0;
+    for (struct ifaddrs *i = ifs; i != NULL && !local; i = i->ifa_next) {
+        local = i->ifa_addr != NULL && i->ifa_addr->sa_family == AF_INET &&
+                ((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr == sa->sin_addr.s_addr;
+    }
+    freeifaddrs(ifs);
+    return local;
+}
+
 int zh_boot_root_create(HcclRootInfo *info)
 {
     const zc_config_t *cfg = zc_config();
-    const char *ip = cfg->if_ip[0] != '\0' ? cfg->if_ip : "127.0.0.1";
+    char ipbuf[ZH_RI_OFFSET + 1];
+    ZC_CHECK(zh_boot_pick_ip(cfg, ipbuf, sizeof(ipbuf)));
+    const char *ip = ipbuf;
     if (strlen(ip) >= ZH_RI_OFFSET) {
         ZC_WARN(ZC_SUB_BOOT, "HCCL_IF_IP=\"%s\" is too long", ip);
         return ZC_ERR_INVAL;
@@ -207,11 +272,16 @@ typedef struct {
     uint32_t rank;
     const zh_boot_entry_t *mine;
     uint64_t deadline;
+    uint8_t nonce_s[ZH_NONCE_LEN]; /* of the attempt that got the table */
+    uint8_t nonce_c[ZH_NONCE_LEN];
 } zh_join_t;
 
 /* The root's process died (checked with a grace for its exit to complete). */
 static int zh_root_gone(const zh_join_t *j, int grace_ms)
 {
+    if (j->rec.host_id != j->mine->host_id) {
+        return 0; /* its pid means nothing here; its connection tells */
+    }
     if (zh_gone(j->root_pidfd, j->rec.pid, grace_ms)) {
         ZC_WARN(ZC_SUB_BOOT, "rank %u: the root (pid %d) died during init", j->rank,
                 (int)j->rec.pid);
@@ -302,7 +372,7 @@ static int zh_join_lost(const zh_join_t *j)
 static int zh_join_table(const zh_join_t *j, int fd, const zh_reply_t *rep, const uint8_t *nonce_s,
                          const zh_hello_t *h, zh_boot_entry_t *table)
 {
-    uint8_t msg[sizeof(zh_reply_t) + ZH_MAX_RANKS * sizeof(zh_boot_entry_t)];
+    uint8_t msg[sizeof(zh_reply_t) + ZH_MAX_COMM_RANKS * sizeof(zh_boot_entry_t)];
     uint8_t mac[ZH_MAC_LEN];
     uint8_t want[ZH_MAC_LEN];
     size_t len = sizeof(*rep) + sizeof(table[0]) * j->nranks;
@@ -328,7 +398,7 @@ static int zh_join_table(const zh_join_t *j, int fd, const zh_reply_t *rep, cons
 }
 
 /* One attempt: connect, answer the challenge, get the table. */
-static int zh_join_attempt(const zh_join_t *j, int *out, zh_boot_entry_t *table)
+static int zh_join_attempt(zh_join_t *j, int *out, zh_boot_entry_t *table)
 {
     int fd = -1;
     int st = zh_join_connect(j, &fd);
@@ -402,6 +472,8 @@ static int zh_join_attempt(const zh_join_t *j, int *out, zh_boot_entry_t *table)
     if ((st = zh_join_table(j, fd, &rep, first.ch.nonce, &h, table)) != ZC_OK) {
         goto fail;
     }
+    memcpy(j->nonce_s, first.ch.nonce, ZH_NONCE_LEN);
+    memcpy(j->nonce_c, h.nonce, ZH_NONCE_LEN);
     *out = fd;
     return ZC_OK;
 fail:
@@ -409,19 +481,26 @@ fail:
     return st;
 }
 
-/* The bootstrap state once the table is in: pidfds of every peer process. */
-static zh_boot_t *zh_boot_new(int fd, int root_pidfd, uint32_t nranks, const zh_boot_entry_t *table)
+/* The bootstrap state once the table is in: pidfds of every peer process on
+ * this host (a peer on another host is watched through the root, which sees
+ * its connection close). */
+static zh_boot_t *zh_boot_new(const zh_join_t *j, int fd, const zh_boot_entry_t *table)
 {
     zh_boot_t *b = malloc(sizeof(*b));
     if (b == NULL) {
         return NULL;
     }
     b->fd = fd;
-    b->root_pidfd = root_pidfd;
-    b->nranks = (int)nranks;
-    for (int r = 0; r < (int)nranks; r++) {
+    b->root_pidfd = j->root_pidfd;
+    b->nranks = (int)j->nranks;
+    memcpy(b->uuid, j->rec.uuid, sizeof(b->uuid));
+    memcpy(b->nonce_s, j->nonce_s, ZH_NONCE_LEN);
+    memcpy(b->nonce_c, j->nonce_c, ZH_NONCE_LEN);
+    for (int r = 0; r < b->nranks; r++) {
         b->pid[r] = table[r].pid;
-        b->pidfd[r] = table[r].pid == (int32_t)getpid() ? -1 : zh_pidfd_open(table[r].pid);
+        b->here[r] = table[r].host_id == j->mine->host_id;
+        b->pidfd[r] =
+            !b->here[r] || table[r].pid == (int32_t)getpid() ? -1 : zh_pidfd_open(table[r].pid);
     }
     return b;
 }
@@ -430,21 +509,16 @@ int zh_boot_join(const HcclRootInfo *info, uint32_t nranks, uint32_t rank,
                  const zh_boot_entry_t *mine, uint64_t timeout_ns, zh_boot_t **boot,
                  zh_boot_entry_t *table)
 {
-    zh_join_t j = {info, {0}, -1, nranks, rank, mine, zc_time_ns() + timeout_ns};
+    zh_join_t j = {info, {0}, -1, nranks, rank, mine, zc_time_ns() + timeout_ns, {0}, {0}};
     memcpy(&j.rec, info->internal + ZH_RI_OFFSET, sizeof(j.rec));
     if (j.rec.magic != ZH_RI_MAGIC || memchr(info->internal, '\0', ZH_RI_OFFSET) == NULL) {
         ZC_WARN(ZC_SUB_BOOT, "rank %u: root info is not from HcclGetRootInfo (magic 0x%08x)", rank,
                 j.rec.magic);
         return ZC_ERR_INVAL;
     }
-    if (j.rec.host_id != mine->host_id) {
-        ZC_WARN(ZC_SUB_BOOT,
-                "rank %u: the root is on another host: multi-host communicators "
-                "are not supported",
-                rank);
-        return ZC_ERR_NOT_SUPPORT;
-    }
-    if (j.rec.pid != (int32_t)getpid()) {
+    /* The root's pid is watched only when it is on this host; a root on
+     * another host is seen dying by its connection closing. */
+    if (j.rec.host_id == mine->host_id && j.rec.pid != (int32_t)getpid()) {
         j.root_pidfd = zh_pidfd_open(j.rec.pid);
         if (j.root_pidfd < 0 && errno == ESRCH) {
             ZC_WARN(ZC_SUB_BOOT, "rank %u: the root (pid %d) is gone", rank, (int)j.rec.pid);
@@ -462,7 +536,7 @@ int zh_boot_join(const HcclRootInfo *info, uint32_t nranks, uint32_t rank,
         st = ZC_ERR_TIMEOUT;
     }
     if (st == ZC_OK) {
-        *boot = zh_boot_new(fd, j.root_pidfd, nranks, table);
+        *boot = zh_boot_new(&j, fd, table);
         st = *boot == NULL ? ZC_ERR_NOMEM : ZC_OK;
     }
     if (st != ZC_OK) {
@@ -482,7 +556,8 @@ int zh_boot_join(const HcclRootInfo *info, uint32_t nranks, uint32_t rank,
 static int zh_boot_dead_by_pid(const zh_boot_t *b)
 {
     for (int r = 0; r < b->nranks; r++) {
-        if (b->pidfd[r] < 0 && b->pid[r] != (int32_t)getpid() && zh_gone(-1, b->pid[r], 0)) {
+        if (b->here[r] && b->pidfd[r] < 0 && b->pid[r] != (int32_t)getpid() &&
+            zh_gone(-1, b->pid[r], 0)) {
             return r;
         }
     }
@@ -492,8 +567,8 @@ static int zh_boot_dead_by_pid(const zh_boot_t *b)
 /* The first peer (or the root, -2) whose process died within ms; -1 for none. */
 static int zh_boot_dead_peer(const zh_boot_t *b, int ms)
 {
-    struct pollfd p[ZH_MAX_RANKS + 1];
-    int who[ZH_MAX_RANKS + 1];
+    struct pollfd p[ZH_MAX_COMM_RANKS + 1];
+    int who[ZH_MAX_COMM_RANKS + 1];
     int n = 0;
     for (int r = 0; r < b->nranks; r++) {
         if (b->pidfd[r] >= 0) {
@@ -511,7 +586,7 @@ static int zh_boot_dead_peer(const zh_boot_t *b, int ms)
     }
     int bypid = 0;
     for (int r = 0; r < b->nranks; r++) {
-        bypid += b->pidfd[r] < 0 && b->pid[r] != (int32_t)getpid();
+        bypid += b->here[r] && b->pidfd[r] < 0 && b->pid[r] != (int32_t)getpid();
     }
     if (n == 0 || poll(p, (nfds_t)n, ms) <= 0) {
         if (n == 0 && bypid > 0 && ms > 0) {
@@ -527,8 +602,40 @@ static int zh_boot_dead_peer(const zh_boot_t *b, int ms)
     return -1;
 }
 
+/* The address blobs after a GO (rep->pad bytes), checked against its mac. */
+static int zh_boot_read_addrs(zh_boot_t *b, const zh_reply_t *rep, uint8_t **all, size_t *all_len)
+{
+    size_t n = rep->pad;
+    uint8_t mac[ZH_MAC_LEN];
+    uint8_t want[ZH_MAC_LEN];
+    if (rep->nranks != (uint32_t)b->nranks || n < 4u * (size_t)b->nranks ||
+        n > 4u * (size_t)b->nranks + (size_t)b->nranks * ZH_ADDR_MAX) {
+        ZC_WARN(ZC_SUB_BOOT, "bad address list from the root (%zu bytes for %u ranks)", n,
+                rep->nranks);
+        return ZC_ERR_IO;
+    }
+    uint8_t *buf = malloc(n);
+    if (buf == NULL) {
+        return ZC_ERR_NOMEM;
+    }
+    if (zh_io_full(b->fd, buf, n, 0) != ZC_OK || zh_io_full(b->fd, mac, sizeof(mac), 0) != ZC_OK) {
+        free(buf);
+        ZC_WARN(ZC_SUB_BOOT, "the root's address list was cut short");
+        return ZC_ERR_REMOTE;
+    }
+    zh_go_mac(b->uuid, b->nonce_s, b->nonce_c, rep, buf, n, want);
+    if (!zh_mac_equal(mac, want)) {
+        free(buf);
+        ZC_WARN(ZC_SUB_BOOT, "the address list fails the session proof; refused");
+        return ZC_ERR_PERM;
+    }
+    *all = buf;
+    *all_len = n;
+    return ZC_OK;
+}
+
 /* Wait for the go while watching every peer; returns its status or an error. */
-static int zh_boot_wait_go(zh_boot_t *b, int *dead)
+static int zh_boot_wait_go(zh_boot_t *b, int *dead, uint8_t **all, size_t *all_len)
 {
     uint64_t deadline = zc_time_ns() + zc_config()->connect_timeout_s * 1000000000ull;
     while (zc_time_ns() < deadline) {
@@ -538,6 +645,10 @@ static int zh_boot_wait_go(zh_boot_t *b, int *dead)
             if (zh_io_full(b->fd, &rep, sizeof(rep), 0) != ZC_OK || rep.magic != ZH_MSG_GO) {
                 ZC_WARN(ZC_SUB_BOOT, "no go from the root after init");
                 return ZC_ERR_IO;
+            }
+            if (rep.pad > 0 && all != NULL) {
+                int st = zh_boot_read_addrs(b, &rep, all, all_len);
+                return st != ZC_OK ? st : rep.status;
             }
             return rep.status;
         }
@@ -549,13 +660,17 @@ static int zh_boot_wait_go(zh_boot_t *b, int *dead)
     return ZC_ERR_TIMEOUT;
 }
 
-int zh_boot_finish(zh_boot_t *boot, int my_status)
+int zh_boot_finish(zh_boot_t *boot, int my_status, const void *addr, uint32_t addr_len,
+                   uint8_t **all, size_t *all_len)
 {
-    zh_reply_t rep = {ZH_MSG_READY, my_status, 0, 0};
+    zh_reply_t rep = {ZH_MSG_READY, my_status, 0, addr_len};
     int dead = -1;
     int st = zh_io_full(boot->fd, &rep, sizeof(rep), 1);
+    if (st == ZC_OK && addr_len > 0) {
+        st = zh_io_full(boot->fd, (void *)(uintptr_t)addr, addr_len, 1);
+    }
     if (st == ZC_OK) {
-        st = zh_boot_wait_go(boot, &dead);
+        st = zh_boot_wait_go(boot, &dead, all, all_len);
     }
     /* Any failure: was it a death? (a peer's exit may lag its sockets closing) */
     if ((st != ZC_OK || my_status != ZC_OK) && dead == -1) {
@@ -570,6 +685,10 @@ int zh_boot_finish(zh_boot_t *boot, int my_status)
         st = ZC_ERR_REMOTE;
     } else if (my_status != ZC_OK) {
         st = my_status;
+    }
+    if (st != ZC_OK && all != NULL && *all != NULL) {
+        free(*all);
+        *all = NULL;
     }
     close(boot->fd);
     for (int r = 0; r < boot->nranks; r++) {

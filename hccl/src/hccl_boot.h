@@ -15,8 +15,13 @@
  *   root -> rank  zh_reply_t {TABLE, status, nranks}; when status is ZC_OK
  *                 the nranks entries follow, then a 16-byte mac =
  *                 zh_boot_mac(uuid, 'T', nonce_s | nonce_c | reply | entries).
- *   rank -> root  zh_reply_t {READY, my status} once it attached its peers.
- *   root -> rank  zh_reply_t {GO, worst status of all}.
+ *   rank -> root  zh_reply_t {READY, my status, 0, n} once it attached its
+ *                 peers, then n bytes: its transport address (n = 0 when the
+ *                 communicator lies on one host and needs none).
+ *   root -> rank  zh_reply_t {GO, worst status of all, nranks, m}; when m > 0
+ *                 (some rank sent an address) m bytes follow: nranks 32-bit
+ *                 lengths, then the addresses in rank order; then a 16-byte
+ *                 mac = zh_go_mac(uuid, nonce_s, nonce_c, reply, those bytes).
  * A hello whose mac does not verify (another session's root info, a guess)
  * is refused with {TABLE, ZC_ERR_INVAL} and changes nothing for the session;
  * a rank checks the table's mac, so a process that took the port after the
@@ -55,6 +60,9 @@
 /* Connections the listener holds before their hello is in. */
 #define ZH_MAX_PENDING 64
 #define ZH_MAC_LEN 16
+/* Longest transport address a rank may send (UCX worker addresses are far
+ * shorter). */
+#define ZH_ADDR_MAX 8192
 #define ZH_NONCE_LEN 16
 
 typedef struct {
@@ -151,7 +159,8 @@ static inline void zh_boot_mac(const uint8_t uuid[16], char domain, const void *
                                const void *b, size_t nb, const void *c, size_t nc,
                                uint8_t out[ZH_MAC_LEN])
 {
-    uint8_t buf[1 + 2 * ZH_NONCE_LEN + sizeof(zh_reply_t) + ZH_MAX_RANKS * sizeof(zh_boot_entry_t)];
+    uint8_t buf[1 + 2 * ZH_NONCE_LEN + sizeof(zh_reply_t) +
+                ZH_MAX_COMM_RANKS * sizeof(zh_boot_entry_t)];
     size_t n = 1;
     if (na + nb + nc > sizeof(buf) - 1) {
         memset(out, 0, ZH_MAC_LEN); /* never happens: callers pass fixed-size records */
@@ -178,6 +187,22 @@ static inline void zh_hello_mac(const uint8_t uuid[16], const uint8_t nonce_s[ZH
                                 const zh_hello_t *h, uint8_t out[ZH_MAC_LEN])
 {
     zh_boot_mac(uuid, 'H', nonce_s, ZH_NONCE_LEN, h, offsetof(zh_hello_t, mac), NULL, 0, out);
+}
+
+/* The GO message's mac: over both nonces, the reply and a keyed digest of the
+ * address blobs that follow it (which may be far larger than a table). */
+static inline void zh_go_mac(const uint8_t uuid[16], const uint8_t nonce_s[ZH_NONCE_LEN],
+                             const uint8_t nonce_c[ZH_NONCE_LEN], const zh_reply_t *rep,
+                             const uint8_t *blob, size_t n, uint8_t out[ZH_MAC_LEN])
+{
+    uint8_t k2[16];
+    memcpy(k2, uuid, sizeof(k2));
+    k2[0] ^= 0x47;
+    uint64_t d[2] = {zh_siphash(uuid, blob, n), zh_siphash(k2, blob, n)};
+    uint8_t msg[sizeof(zh_reply_t) + sizeof(d)];
+    memcpy(msg, rep, sizeof(*rep));
+    memcpy(msg + sizeof(*rep), d, sizeof(d));
+    zh_boot_mac(uuid, 'G', nonce_s, ZH_NONCE_LEN, nonce_c, ZH_NONCE_LEN, msg, sizeof(msg), out);
 }
 
 /* Equal in time independent of where they differ. */
@@ -207,6 +232,10 @@ void zh_send_status(int fd, uint32_t magic, int status);
  * this host's network namespace.
  */
 int zh_tcp_peer_uid(int fd, uint32_t *uid);
+
+/** Is sa an address of this host (network namespace)? Loopback counts. */
+struct sockaddr_in;
+int zh_addr_is_local(const struct sockaddr_in *sa);
 
 /* ---- the root listener (hccl_boot_root.c) ------------------------------------------- */
 

@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -46,13 +47,15 @@ typedef struct {
     int lfd;
     uint8_t uuid[16];
     uint64_t deadline;
-    int conn[ZH_MAX_RANKS];
-    zh_hello_t hello[ZH_MAX_RANKS];
-    uint8_t nonce[ZH_MAX_RANKS][ZH_NONCE_LEN]; /* the challenge each rank answered */
+    int conn[ZH_MAX_COMM_RANKS];
+    zh_hello_t hello[ZH_MAX_COMM_RANKS];
+    uint8_t nonce[ZH_MAX_COMM_RANKS][ZH_NONCE_LEN]; /* the challenge each rank answered */
     zh_hello_t first;
     int have_first;
     int joined;
     int failed;
+    uint8_t *addr[ZH_MAX_COMM_RANKS]; /* transport addresses from the ready reports */
+    uint32_t addr_len[ZH_MAX_COMM_RANKS];
     zh_pending_t pend[ZH_MAX_PENDING];
     int npend;
     unsigned dropped; /* clients refused at accept, for rate-limited logs */
@@ -67,7 +70,7 @@ static void zh_srv_fail(zh_server_t *s, int st)
     s->failed = st;
     pid_t self = getpid();
     for (int own = 0; own < 2; own++) {
-        for (int r = 0; r < ZH_MAX_RANKS; r++) {
+        for (int r = 0; r < ZH_MAX_COMM_RANKS; r++) {
             if (s->conn[r] >= 0 && (s->hello[r].entry.pid == self) == own) {
                 zh_send_status(s->conn[r], ZH_MSG_TABLE, st);
                 close(s->conn[r]);
@@ -82,9 +85,9 @@ static void zh_srv_fail(zh_server_t *s, int st)
 static int zh_srv_check(const zh_server_t *s, const zh_hello_t *h)
 {
     const zh_hello_t *first = s->have_first ? &s->first : NULL;
-    if (h->nranks == 0 || h->nranks > ZH_MAX_RANKS) {
+    if (h->nranks == 0 || h->nranks > ZH_MAX_COMM_RANKS) {
         ZC_WARN(ZC_SUB_BOOT, "root: rank %u asks for nranks %u (must be 1..%d)", h->rank, h->nranks,
-                ZH_MAX_RANKS);
+                ZH_MAX_COMM_RANKS);
         return ZC_ERR_INVAL;
     }
     if (first != NULL && h->nranks != first->nranks) {
@@ -100,13 +103,6 @@ static int zh_srv_check(const zh_server_t *s, const zh_hello_t *h)
         ZC_WARN(ZC_SUB_BOOT, "root: rank %u joined twice (pids %d and %d)", h->rank,
                 (int)s->hello[h->rank].entry.pid, (int)h->entry.pid);
         return ZC_ERR_INVAL;
-    }
-    if (first != NULL && h->entry.host_id != first->entry.host_id) {
-        ZC_WARN(ZC_SUB_BOOT,
-                "root: rank %u is on another host than rank %u: multi-host "
-                "communicators are not supported",
-                h->rank, first->rank);
-        return ZC_ERR_NOT_SUPPORT;
     }
     return ZC_OK;
 }
@@ -161,7 +157,15 @@ static void zh_srv_accept(zh_server_t *s)
         }
         uint32_t uid = 0;
         const char *why = NULL;
-        if (zh_tcp_peer_uid(fd, &uid) != 0) {
+        struct sockaddr_in peer;
+        socklen_t plen = sizeof(peer);
+        int remote = getpeername(fd, (struct sockaddr *)&peer, &plen) == 0 &&
+                     peer.sin_family == AF_INET && !zh_addr_is_local(&peer);
+        if (remote) {
+            /* Another host: no uid can be proven; the hello's mac (holding
+             * the unique id) is the only admission. */
+            uid = (uint32_t)getuid();
+        } else if (zh_tcp_peer_uid(fd, &uid) != 0) {
             why = "whose uid is unknown (not a local socket)";
         } else if (uid != (uint32_t)getuid()) {
             why = "of another uid";
@@ -221,8 +225,8 @@ static int zh_srv_read(zh_pending_t *p)
 /* One poll round over the listener, pending clients and joined ranks. */
 static void zh_srv_round(zh_server_t *s)
 {
-    struct pollfd pfd[1 + ZH_MAX_PENDING + ZH_MAX_RANKS];
-    int rank_of[1 + ZH_MAX_PENDING + ZH_MAX_RANKS];
+    struct pollfd pfd[1 + ZH_MAX_PENDING + ZH_MAX_COMM_RANKS];
+    int rank_of[1 + ZH_MAX_PENDING + ZH_MAX_COMM_RANKS];
     int n = 0;
     uint64_t now = zc_time_ns();
     uint64_t wake = ZC_MIN(s->deadline, now + 200000000ull);
@@ -232,7 +236,7 @@ static void zh_srv_round(zh_server_t *s)
         wake = ZC_MIN(wake, s->pend[i].deadline);
     }
     int first_rank = n;
-    for (int r = 0; r < ZH_MAX_RANKS; r++) {
+    for (int r = 0; r < ZH_MAX_COMM_RANKS; r++) {
         if (s->conn[r] >= 0) {
             rank_of[n] = r;
             pfd[n++] = (struct pollfd){.fd = s->conn[r], .events = POLLIN};
@@ -281,7 +285,7 @@ static void zh_srv_round(zh_server_t *s)
 /* Send rank r the table with its mac. */
 static int zh_srv_send_table(zh_server_t *s, int r, const zh_boot_entry_t *table, int nr)
 {
-    uint8_t msg[sizeof(zh_reply_t) + ZH_MAX_RANKS * sizeof(zh_boot_entry_t)];
+    uint8_t msg[sizeof(zh_reply_t) + ZH_MAX_COMM_RANKS * sizeof(zh_boot_entry_t)];
     zh_reply_t rep = {ZH_MSG_TABLE, ZC_OK, (uint32_t)nr, 0};
     size_t len = sizeof(rep) + sizeof(table[0]) * (size_t)nr;
     memcpy(msg, &rep, sizeof(rep));
@@ -297,14 +301,81 @@ static int zh_srv_send_table(zh_server_t *s, int r, const zh_boot_entry_t *table
     return ZC_OK;
 }
 
+/* Rank r's ready report: its status, then its address blob (kept in s). */
+static int zh_srv_read_ready(zh_server_t *s, int r)
+{
+    zh_reply_t rep;
+    if (zh_io_full(s->conn[r], &rep, sizeof(rep), 0) != ZC_OK || rep.magic != ZH_MSG_READY ||
+        rep.pad > ZH_ADDR_MAX) {
+        ZC_WARN(ZC_SUB_BOOT, "root: rank %d left before reporting ready", r);
+        return ZC_ERR_REMOTE;
+    }
+    if (rep.pad > 0) {
+        s->addr[r] = malloc(rep.pad);
+        if (s->addr[r] == NULL || zh_io_full(s->conn[r], s->addr[r], rep.pad, 0) != ZC_OK) {
+            ZC_WARN(ZC_SUB_BOOT, "root: rank %d sent %u address bytes short", r, rep.pad);
+            return ZC_ERR_REMOTE;
+        }
+        s->addr_len[r] = rep.pad;
+    }
+    if (rep.status != ZC_OK) {
+        ZC_WARN(ZC_SUB_BOOT, "root: rank %d reported init failure %d", r, rep.status);
+    }
+    return rep.status;
+}
+
+/* The go for rank r, with every rank's address when some rank sent one. */
+static void zh_srv_send_go(zh_server_t *s, int r, int nr, int worst, const uint8_t *blob, size_t n)
+{
+    zh_reply_t rep = {ZH_MSG_GO, worst, (uint32_t)nr, worst == ZC_OK ? (uint32_t)n : 0};
+    if (rep.pad == 0) {
+        zh_send_status(s->conn[r], ZH_MSG_GO, worst);
+        return;
+    }
+    uint8_t mac[ZH_MAC_LEN];
+    zh_go_mac(s->uuid, s->nonce[r], s->hello[r].nonce, &rep, blob, n, mac);
+    if (zh_io_full(s->conn[r], &rep, sizeof(rep), 1) != ZC_OK ||
+        zh_io_full(s->conn[r], (void *)(uintptr_t)blob, n, 1) != ZC_OK ||
+        zh_io_full(s->conn[r], mac, sizeof(mac), 1) != ZC_OK) {
+        ZC_WARN(ZC_SUB_BOOT, "root: sending the go to rank %d failed", r);
+    }
+}
+
+/* Lengths then addresses, in rank order; NULL (n = 0) when nobody sent one. */
+static uint8_t *zh_srv_addr_blob(zh_server_t *s, int nr, size_t *n)
+{
+    size_t total = 0;
+    for (int r = 0; r < nr; r++) {
+        total += s->addr_len[r];
+    }
+    *n = 0;
+    if (total == 0) {
+        return NULL;
+    }
+    uint8_t *b = malloc(4u * (size_t)nr + total);
+    if (b == NULL) {
+        return NULL;
+    }
+    size_t off = 4u * (size_t)nr;
+    for (int r = 0; r < nr; r++) {
+        memcpy(b + 4u * (size_t)r, &s->addr_len[r], 4);
+        if (s->addr_len[r] > 0) {
+            memcpy(b + off, s->addr[r], s->addr_len[r]);
+        }
+        off += s->addr_len[r];
+    }
+    *n = off;
+    return b;
+}
+
 /* After the table: one ready status from every rank, the worst goes back. */
 static void zh_srv_ready(zh_server_t *s, int nr, int worst)
 {
-    int got[ZH_MAX_RANKS] = {0};
+    int got[ZH_MAX_COMM_RANKS] = {0};
     int nready = 0;
     while (nready < nr && zc_time_ns() < s->deadline) {
-        struct pollfd pfd[ZH_MAX_RANKS];
-        int rank_of[ZH_MAX_RANKS];
+        struct pollfd pfd[ZH_MAX_COMM_RANKS];
+        int rank_of[ZH_MAX_COMM_RANKS];
         int n = 0;
         for (int r = 0; r < nr; r++) {
             if (!got[r]) {
@@ -320,15 +391,7 @@ static void zh_srv_ready(zh_server_t *s, int nr, int worst)
                 continue;
             }
             int r = rank_of[i];
-            zh_reply_t rep;
-            if (zh_io_full(s->conn[r], &rep, sizeof(rep), 0) != ZC_OK ||
-                rep.magic != ZH_MSG_READY) {
-                ZC_WARN(ZC_SUB_BOOT, "root: rank %d left before reporting ready", r);
-                rep.status = ZC_ERR_REMOTE;
-            } else if (rep.status != ZC_OK) {
-                ZC_WARN(ZC_SUB_BOOT, "root: rank %d reported init failure %d", r, rep.status);
-            }
-            if (rep.status != ZC_OK && worst == ZC_OK) {
+            if (zh_srv_read_ready(s, r) != ZC_OK && worst == ZC_OK) {
                 worst = ZC_ERR_REMOTE; /* a peer's failure, seen from the others */
             }
             got[r] = 1;
@@ -339,9 +402,20 @@ static void zh_srv_ready(zh_server_t *s, int nr, int worst)
         ZC_WARN(ZC_SUB_BOOT, "root: only %d of %d ranks reported ready in time", nready, nr);
         worst = ZC_ERR_TIMEOUT;
     }
+    size_t blen = 0;
+    uint8_t *blob = worst == ZC_OK ? zh_srv_addr_blob(s, nr, &blen) : NULL;
+    if (worst == ZC_OK && blob == NULL && blen == 0) {
+        for (int r = 0; r < nr && worst == ZC_OK; r++) {
+            worst = s->addr_len[r] > 0 ? ZC_ERR_NOMEM : ZC_OK;
+        }
+    }
     for (int r = 0; r < nr; r++) {
-        zh_send_status(s->conn[r], ZH_MSG_GO, worst);
+        zh_srv_send_go(s, r, nr, worst, blob, blen);
         close(s->conn[r]);
+    }
+    free(blob);
+    for (int r = 0; r < nr; r++) {
+        free(s->addr[r]);
     }
 }
 
@@ -367,7 +441,7 @@ static void *zh_srv_main(void *arg)
         return NULL;
     }
     int nr = (int)s->first.nranks;
-    zh_boot_entry_t table[ZH_MAX_RANKS];
+    zh_boot_entry_t table[ZH_MAX_COMM_RANKS];
     for (int r = 0; r < nr; r++) {
         table[r] = s->hello[r].entry;
     }
@@ -392,7 +466,7 @@ int zh_boot_root_serve(int lfd, const uint8_t uuid[16], uint64_t deadline_ns)
     s->lfd = lfd;
     memcpy(s->uuid, uuid, sizeof(s->uuid));
     s->deadline = deadline_ns;
-    for (int r = 0; r < ZH_MAX_RANKS; r++) {
+    for (int r = 0; r < ZH_MAX_COMM_RANKS; r++) {
         s->conn[r] = -1;
     }
     pthread_t th;

@@ -343,10 +343,10 @@ ZC_EXPORT HcclResult HcclAlltoAllVC(const void *sendBuf, const void *sendCountMa
     /* Row i of the n x n matrix is what rank i sends to each rank: derive
      * this rank's V arguments with packed displacements. */
     const uint64_t *m = sendCountMatrix;
-    uint64_t sc[ZH_MAX_RANKS];
-    uint64_t sd[ZH_MAX_RANKS];
-    uint64_t rc[ZH_MAX_RANKS];
-    uint64_t rd[ZH_MAX_RANKS];
+    uint64_t sc[ZH_MAX_COMM_RANKS];
+    uint64_t sd[ZH_MAX_COMM_RANKS];
+    uint64_t rc[ZH_MAX_COMM_RANKS];
+    uint64_t rd[ZH_MAX_COMM_RANKS];
     uint64_t so = 0;
     uint64_t ro = 0;
     int n = c->nranks;

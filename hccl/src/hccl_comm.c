@@ -257,8 +257,19 @@ static int zh_comm_apply_config(zh_comm_t *c, const HcclCommConfig *cfg)
     return ZC_OK;
 }
 
-static void zh_comm_free(zh_comm_t *c)
+void zh_comm_free(zh_comm_t *c)
 {
+    if (c->hier != NULL) {
+        zh_hier_destroy(c); /* the local comm holds the machinery; c has none */
+        c->nranks = 0;      /* c never attached peers: only its own segment may be left */
+        zh_ctrl_destroy(c); /* (set-up failed before moving it to the local comm) */
+        pthread_mutex_destroy(&c->lock);
+        c->magic = 0;
+        free(c);
+        return;
+    }
+    /* Ranks past the per-host limit were refused before any was attached. */
+    c->nranks = ZC_MIN(c->nranks, ZH_MAX_RANKS);
     zh_symwin_release(c);
     zh_mem_release_all(c);
     zh_ccl_release(c);
@@ -267,6 +278,17 @@ static void zh_comm_free(zh_comm_t *c)
     pthread_mutex_destroy(&c->lock);
     c->magic = 0;
     free(c);
+}
+
+/* A comm on one host: at most ZH_MAX_RANKS ranks, peers attached. */
+static int zh_comm_one_host(zh_comm_t *c, const zh_boot_entry_t *table)
+{
+    if (c->nranks > ZH_MAX_RANKS) {
+        ZC_WARN(ZC_SUB_INIT, "rank %d: %d ranks on one host (at most %d per host)", c->rank,
+                c->nranks, ZH_MAX_RANKS);
+        return ZC_ERR_OVERLIMIT;
+    }
+    return zh_ctrl_attach_peers(c, table);
 }
 
 HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank,
@@ -298,7 +320,14 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     zc_log_set_rank((int)rank);
     int st = ZC_OK;
     zh_boot_t *boot = NULL;
-    zh_boot_entry_t table[ZH_MAX_RANKS];
+    zh_boot_entry_t *table = calloc(nranks, sizeof(*table));
+    uint8_t *addrs = NULL;
+    size_t addrs_len = 0;
+    if (table == NULL) {
+        ZC_WARN(ZC_SUB_INIT, "rank %u: out of memory for the rank table", rank);
+        st = ZC_ERR_NOMEM;
+        goto fail;
+    }
     if (cfg != NULL) {
         ZC_CHECK_GOTO(zh_comm_apply_config(c, cfg), st, fail);
     }
@@ -309,14 +338,20 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     ZC_CHECK_GOTO(zh_boot_join(info, nranks, rank, &mine, env->connect_timeout_s * 1000000000ull,
                                &boot, table),
                   st, fail);
-    int local = zh_ctrl_attach_peers(c, table);
+    const void *addr = NULL;
+    size_t addr_len = 0;
+    int local = zh_hier_setup(c, table, &addr, &addr_len);
+    if (local == ZC_OK && c->hier == NULL) {
+        local = zh_comm_one_host(c, table);
+    }
     /* Oversubscribed (more ranks than cores): spinning only burns the time
      * slice of the peer we wait for, so go straight to yielding. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu > 0 && (long)nranks > ncpu && c->spin_iters > ZH_SPIN_OVERSUB) {
         c->spin_iters = ZH_SPIN_OVERSUB;
     }
-    st = zh_boot_finish(boot, local); /* local's code, or ZC_ERR_REMOTE if a peer died */
+    /* local's code, or ZC_ERR_REMOTE if a peer died */
+    st = zh_boot_finish(boot, local, addr, (uint32_t)addr_len, &addrs, &addrs_len);
     if (st != ZC_OK) {
         goto fail;
     }
@@ -326,12 +361,20 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
         snprintf(c->name, sizeof(c->name), "zccl_%02x%02x%02x%02x%02x%02x%02x%02x", u[0], u[1],
                  u[2], u[3], u[4], u[5], u[6], u[7]);
     }
-    ZC_CHECK_GOTO(zh_mem_attach(c), st, fail);
+    if (c->hier != NULL) {
+        ZC_CHECK_GOTO(zh_hier_connect(c, addrs, addrs_len), st, fail);
+    } else {
+        ZC_CHECK_GOTO(zh_mem_attach(c), st, fail);
+    }
     ZC_CHECK_GOTO(zh_registry_add(c, out), st, fail);
+    free(table);
+    free(addrs);
     ZC_INFO(ZC_SUB_INIT, "rank %d/%d: communicator %s ready (device %d, buffer %llu MB)", c->rank,
             c->nranks, c->name, c->device, (unsigned long long)(c->buffsize >> 20));
     return HCCL_SUCCESS;
 fail:
+    free(table);
+    free(addrs);
     zh_comm_free(c);
     return zh_result(st);
 }

@@ -106,6 +106,13 @@ ZC_EXPORT HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, u
     }
     zh_comm_t *c = NULL;
     ZH_CHECK_RESULT(zh_comm_get(*comm, __func__, &c));
+    if (c->hier != NULL) {
+        ZC_WARN(ZC_SUB_INIT,
+                "HcclCreateSubCommConfig: rank %d: the parent spans hosts, which "
+                "sub-communicators do not support yet",
+                c->rank);
+        return HCCL_E_NOT_SUPPORT;
+    }
     if (rankNum == 0 || rankNum > (uint32_t)c->nranks || subCommRankId >= rankNum ||
         rankIds[subCommRankId] != (uint32_t)c->rank) {
         ZC_WARN(ZC_SUB_INIT,

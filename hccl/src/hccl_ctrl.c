@@ -269,6 +269,12 @@ void zh_comm_fail(zh_comm_t *c, HcclResult r)
 {
     int expect = HCCL_SUCCESS;
     atomic_compare_exchange_strong(&c->async_error, &expect, (int)r);
+    if (c->ctrl == NULL) {
+        if (zh_comm_inner(c) != c) {
+            zh_comm_fail(zh_comm_inner(c), r); /* spans hosts: my host's ranks fail at once */
+        }
+        return;
+    }
     if (atomic_load_explicit(&c->ctrl->error.value, memory_order_relaxed) == 0) {
         zh_flag_post(&c->ctrl->error, (uint32_t)r);
     }

@@ -49,7 +49,10 @@
 #include "zc/status.h"
 
 #define ZH_CTRL_VERSION 2u
+/* Ranks one host's shared-memory machinery serves (a communicator's ranks on
+ * one host), and ranks a communicator may have across hosts. */
 #define ZH_MAX_RANKS 64
+#define ZH_MAX_COMM_RANKS 1024
 #define ZH_MAX_RANGES 8
 #define ZH_MAX_REGIONS 256 /* per process: 512 MiB of 2 MiB segments */
 #define ZH_NAME_MAX 128
@@ -283,6 +286,11 @@ typedef struct zh_comm {
     atomic_uint_fast64_t buf_ops;
     atomic_uint_fast64_t inline_bytes; /* bytes carried in post slots (small ops) */
     atomic_uint_fast64_t inline_ops;   /* of zc_ops, those that ran inline */
+
+    /* Set when the comm spans hosts (hccl_hier.c): then rank and nranks are
+     * the global ones, this struct's control segment, peers and memory are
+     * unused, and ops run on hier's local comm and transport. */
+    struct zh_hier *hier;
 } zh_comm_t;
 
 #define ZH_COMM_MAGIC 0x7a63636cu
@@ -324,7 +332,11 @@ typedef struct zh_boot zh_boot_t;
 int zh_boot_join(const HcclRootInfo *info, uint32_t nranks, uint32_t rank,
                  const zh_boot_entry_t *mine, uint64_t timeout_ns, zh_boot_t **boot,
                  zh_boot_entry_t *table);
-int zh_boot_finish(zh_boot_t *boot, int my_status);
+/* addr/addr_len: my transport address for peers on other hosts (NULL/0 when
+ * the comm lies on one host); *all (malloc'ed, the caller frees) receives
+ * nranks 32-bit lengths and the addresses when some rank sent one. */
+int zh_boot_finish(zh_boot_t *boot, int my_status, const void *addr, uint32_t addr_len,
+                   uint8_t **all, size_t *all_len);
 
 /* hccl_ctrl.c: control segment, flags, barriers */
 int zh_ctrl_create(zh_comm_t *c);
@@ -382,6 +394,9 @@ typedef struct {
 } zh_op_t;
 
 HcclResult zh_op_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream);
+/* Run op on c now on this thread, numbered now (the hierarchical tier's
+ * local steps; hccl_hier*.c). */
+HcclResult zh_op_run_now(zh_comm_t *c, const zh_op_t *op);
 
 /* hccl_op.c: the issue window. Enter before numbering ops on c (refuses a
  * second thread with HCCL_E_PARA, logged, and breaks the comm); leave after. */
@@ -398,6 +413,8 @@ const char *zh_op_name(int kind);
 HcclResult zh_p2p_submit(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
                          aclrtStream stream);
 void zh_p2p_release(zh_comm_t *c);
+/* Run items on c now on this thread (the hierarchical tier's local items). */
+HcclResult zh_p2p_run_now(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n);
 
 /* hccl_ctrl.c: liveness/abort checks shared by the waits */
 int zh_wait_check(zh_comm_t *c, int peer, uint64_t start);
@@ -409,6 +426,22 @@ int zh_peer_gone(zh_comm_t *c, int peer);
  * between a point-to-point op and a collective? (logs, breaks the comm with
  * HCCL_E_PARA and returns ZC_ERR_INVAL if so) */
 int zh_mix_check(zh_comm_t *c, int peer, uint64_t start, int send, uint32_t p2p_seq);
+
+/* hccl_comm.c: free a comm that was never registered or was removed. */
+void zh_comm_free(zh_comm_t *c);
+/* The comm whose memory ranges and shared machinery serve c: c itself, or
+ * its local comm when c spans hosts. */
+zh_comm_t *zh_comm_inner(zh_comm_t *c);
+
+/* hccl_hier.c: the tier across hosts (hccl_hier.h) */
+int zh_hier_setup(zh_comm_t *c, const zh_boot_entry_t *table, const void **addr, size_t *len);
+int zh_hier_connect(zh_comm_t *c, const uint8_t *all, size_t all_len);
+void zh_hier_destroy(zh_comm_t *c);
+uint64_t zh_hier_net_bytes(zh_comm_t *c);
+int zh_hier_hosts(zh_comm_t *c);
+HcclResult zh_hier_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream);
+HcclResult zh_hier_p2p_submit(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
+                              aclrtStream stream);
 
 /* hccl_comm.c: registry of live communicators (handles are validated) */
 zh_comm_t *zh_comm_lookup(HcclComm comm);

@@ -171,6 +171,9 @@ static HcclResult zh_op_issue(zh_comm_t *c, const zh_op_t *op, aclrtStream strea
 
 HcclResult zh_op_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
 {
+    if (c->hier != NULL) {
+        return zh_hier_submit(c, op, stream); /* the comm spans hosts */
+    }
     if (zccl_stream_capturing(stream)) {
         return zh_capture_op(c, op, stream); /* recorded for aclmdlRI replays, not run */
     }
@@ -204,4 +207,23 @@ HcclResult zh_check_extent(zh_comm_t *c, const char *fn, const char *what, const
         return HCCL_E_PARA;
     }
     return HCCL_SUCCESS;
+}
+
+/* The hierarchical tier's local steps: op on c, numbered now and run on this
+ * thread (a stream task of the communicator that spans hosts, whose ops run
+ * one at a time, so c's ops keep their issue order). */
+HcclResult zh_op_run_now(zh_comm_t *c, const zh_op_t *op)
+{
+    zh_task_t t;
+    memset(&t, 0, sizeof(t));
+    t.comm = c;
+    t.op = *op;
+    t.step = ZH_STEP_ISSUED;
+    zh_prof_issue(&t.prof, NULL);
+    ZH_CHECK_RESULT(zh_op_copy_arrays(c, op, &t));
+    t.seq = atomic_fetch_add_explicit(&c->issue_seq, 1, memory_order_relaxed) + 1u;
+    atomic_store_explicit(&c->ctrl->issued.value, t.seq, memory_order_release);
+    HcclResult r = (HcclResult)zh_op_task(&t);
+    free(t.arrays);
+    return r;
 }

@@ -542,11 +542,36 @@ HcclResult zh_p2p_submit(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n
                          aclrtStream stream)
 {
     ZH_CHECK_RESULT(zh_p2p_check(c, items, n));
+    if (c->hier != NULL) {
+        return zh_hier_p2p_submit(c, items, n, stream); /* the comm spans hosts */
+    }
     if (zccl_stream_capturing(stream)) {
         return zh_capture_p2p(c, items, n, stream); /* recorded for aclmdlRI replays, not run */
     }
     ZH_CHECK_RESULT(zh_issue_enter(c, "HcclSend/HcclRecv"));
     HcclResult r = zh_p2p_issue(c, items, n, stream);
     zh_issue_leave(c);
+    return r;
+}
+
+/* The hierarchical tier's local send/recv items, run now on this thread. */
+HcclResult zh_p2p_run_now(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n)
+{
+    size_t need = sizeof(zh_batch_t) + sizeof(zh_item_t) * n;
+    zh_p2p_task_t t = {.b = calloc(1, need), .ran = 0};
+    if (t.b == NULL) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory for %u send/recv items", c->rank, n);
+        return HCCL_E_MEMORY;
+    }
+    t.b->comm = c;
+    t.b->n = n;
+    zh_prof_issue(&t.b->prof, NULL);
+    for (uint32_t i = 0; i < n; i++) {
+        t.b->items[i].it = items[i];
+        t.b->items[i].bytes = items[i].count * coll_dtype_size(items[i].dataType);
+    }
+    zh_p2p_number(c, t.b);
+    HcclResult r = (HcclResult)zh_p2p_task(&t);
+    free(t.b);
     return r;
 }

@@ -161,6 +161,11 @@ ZC_EXPORT HcclResult HcclCommSymWinRegister(HcclComm comm, void *addr, uint64_t 
                                             HcclCommSymWindow *winHandle, uint32_t flag)
 {
     ZH_COMM_OR_RETURN(c, comm);
+    if (c->hier != NULL) {
+        ZC_WARN(ZC_SUB_ZCOPY, "rank %d: %s: symmetric windows need every rank on one host", c->rank,
+                __func__);
+        return HCCL_E_NOT_SUPPORT;
+    }
     /* A local refusal still takes part in the agreement, so the other ranks
      * fail at once instead of waiting for this one. */
     HcclResult pre = HCCL_SUCCESS;

@@ -29,6 +29,12 @@ __attribute__((visibility("default"))) uint64_t zccl_comm_inline_bytes(HcclComm 
 /** 1 once the communicator created its CCL buffer (buffered path used). */
 __attribute__((visibility("default"))) int zccl_comm_ccl_allocated(HcclComm comm);
 
+/** Bytes this rank sent to ranks on other hosts (UCX), 0 on one host. */
+__attribute__((visibility("default"))) uint64_t zccl_comm_net_bytes(HcclComm comm);
+
+/** Hosts the communicator spans (1 on one host), 0 for a bad handle. */
+__attribute__((visibility("default"))) int zccl_comm_hosts(HcclComm comm);
+
 #ifdef __cplusplus
 }
 #endif

@@ -49,9 +49,11 @@ typedef enum {
     X(HCCL_EXEC_TIMEOUT, ZC_CFG_UINT, exec_timeout_s, "1836", 0, 2147483,                          \
       "Seconds a collective may wait for its peers (0 = never time out)")                          \
     X(HCCL_IF_IP, ZC_CFG_IPV4, if_ip, "", 0, 0,                                                    \
-      "IPv4 address the root listener binds and advertises (default: loopback)")                   \
+      "IPv4 address the root listener binds and advertises (default: the address of "              \
+      "HCCL_SOCKET_IFNAME, else of the first non-loopback interface that is up, else loopback)")   \
     X(HCCL_SOCKET_IFNAME, ZC_CFG_STR, socket_ifname, "", 0, ZC_CFG_STR_MAX,                        \
-      "Accepted for compatibility; zccl is single-host and uses loopback")                         \
+      "Interface whose IPv4 address the root listener binds and advertises when HCCL_IF_IP "       \
+      "is not set")                                                                                \
     X(HCCL_DETERMINISTIC, ZC_CFG_BOOL, deterministic, "true", 0, 1,                                \
       "Fixed reduction order (zccl is always deterministic; false is accepted)")                   \
     X(HCCL_WHITELIST_DISABLE, ZC_CFG_BOOL, whitelist_disable, "true", 0, 1,                        \
@@ -75,7 +77,9 @@ typedef enum {
     X(ZCCL_ONESHOT_MAX, ZC_CFG_UINT, oneshot_max, "16384", 0, 1073741824,                          \
       "AllReduce messages up to this many bytes use the one-shot algorithm")                       \
     X(ZCCL_NT_MIN, ZC_CFG_UINT, nt_min, "8388608", 0, 4294967295u,                                 \
-      "Copies of at least this many bytes use non-temporal stores (0 = never)")
+      "Copies of at least this many bytes use non-temporal stores (0 = never)")                    \
+    X(ZCCL_NET_CHUNK, ZC_CFG_UINT, net_chunk, "1048576", 4096, 1073741824,                         \
+      "Bytes per pipelined message of the inter-host (UCX) phase of a collective")
 
 typedef struct {
 #define ZC_CFG_FIELD_UINT(f) uint64_t f;

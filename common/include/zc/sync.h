@@ -37,7 +37,8 @@ static inline void zc_cpu_relax(void)
 #endif
 }
 
-/** A 64-bit host id: hash of hostname and boot id (same host <=> same id). */
+/** A 64-bit host id: hash of hostname, boot id and network namespace (same host <=> same
+ *  id; each network namespace counts as a host of its own). */
 uint64_t zc_host_id(void);
 
 /** Fill buf with n unpredictable bytes (getrandom). Returns 0 or -1. */

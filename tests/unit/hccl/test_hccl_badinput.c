@@ -300,7 +300,7 @@ static void test_init_args(void **state)
     BI(HcclCommInitRootInfo(0, &poisoned, 0, &c), HCCL_E_PARA);
     BI(HcclCommInitRootInfo(2, &poisoned, 5, &c), HCCL_E_PARA);
     BI(HcclCommInitRootInfo(2, &poisoned, 2, &c), HCCL_E_PARA);
-    BI(HcclCommInitRootInfo(65, &poisoned, 0, &c), HCCL_E_PARA);
+    BI(HcclCommInitRootInfo(1025, &poisoned, 0, &c), HCCL_E_PARA); /* past 1,024 ranks */
     BI(HcclCommInitRootInfo(UINT32_MAX, &poisoned, 0, &c), HCCL_E_PARA);
     bi_check("init outputs untouched", __LINE__, c != NULL, 0);
     bi_still_works("init");

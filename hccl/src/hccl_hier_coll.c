@@ -1,0 +1,531 @@
+/*
+ * The hierarchical algorithms over the host level (hccl_hier.h). Local steps
+ * run on the local comm (zero-copy when the buffers are activated); the
+ * inter-host steps move only what must cross, on UCX tags named by
+ * (op seq, sender, step).
+ *
+ * AllReduce: my host's count elements are cut into one slice per local
+ * rank. (1) local ReduceScatterV: local rank l gets its host's partial of
+ * slice l, in place in its recv buffer; (2) every local rank at once
+ * exchanges its slice with the ranks of the other hosts whose slices
+ * overlap it, in chunks of ZCCL_NET_CHUNK bytes, and reduces each chunk as
+ * soon as every host's copy is in, host partials in host order; (3) local
+ * AllGatherV in place. Each host sends (hosts - 1) x count elements.
+ * AllGather: my block goes straight to every rank of the other hosts; the
+ * local part is a local AllGatherV into the global slots.
+ * Broadcast: the root sends once to one rank of each other host (its
+ * first), which broadcasts locally; the root's host broadcasts locally.
+ * Reduce: local Reduce to each host's delegate (the root on its host, the
+ * first rank elsewhere), delegates send their partials to the root, which
+ * combines them in host order.
+ * ReduceScatter: the AllReduce shape into scratch, then my block.
+ * Scatter, AlltoAll(V): remote blocks go straight to their rank; the
+ * local part is a local AlltoAllV with the global displacements.
+ * Barrier: local barrier, delegates exchange empty messages, local barrier.
+ */
+#include "hccl_hier.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "zc/export.h"
+#include "zc/log.h"
+
+#define ZH_LV(x) (&(x)->h->level[ZH_LEVEL_HOST])
+
+/* A growable list of requests. */
+typedef struct {
+    zh_net_req_t *r;
+    int n;
+    int cap;
+} zh_reqs_t;
+
+static zh_net_req_t *zh_reqs_add(zh_reqs_t *q)
+{
+    if (q->n == q->cap) {
+        int cap = q->cap == 0 ? 16 : 2 * q->cap;
+        zh_net_req_t *nr = realloc(q->r, sizeof(*nr) * (size_t)cap);
+        if (nr == NULL) {
+            return NULL;
+        }
+        q->r = nr;
+        q->cap = cap;
+    }
+    return &q->r[q->n++];
+}
+
+static int zh_post(zh_hop_t *x, zh_reqs_t *q, int send, int peer, uint32_t step, void *buf,
+                   size_t bytes)
+{
+    zh_net_req_t *r = zh_reqs_add(q);
+    if (r == NULL) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory for transfer requests", x->c->rank);
+        return ZC_ERR_NOMEM;
+    }
+    if (send) {
+        atomic_fetch_add_explicit(&x->h->net_bytes, bytes, memory_order_relaxed);
+        return zh_net_isend(x->h->net, peer, ZH_TAG_COLL(x->seq, x->c->rank, step), buf, bytes, r);
+    }
+    return zh_net_irecv(x->h->net, peer, ZH_TAG_COLL(x->seq, peer, step), buf, bytes, r);
+}
+
+/* Wait for all of q (cancelling the rest on error) and free it. */
+static int zh_reqs_finish(zh_hop_t *x, zh_reqs_t *q, int st)
+{
+    if (st == ZC_OK) {
+        st = zh_hier_wait(x, q->r, q->n);
+    } else {
+        zh_net_cancel(x->h->net, q->r, q->n);
+    }
+    free(q->r);
+    q->r = NULL;
+    q->n = q->cap = 0;
+    return st;
+}
+
+static char *zh_at(const void *base, uint64_t elems, size_t sz)
+{
+    return (char *)(uintptr_t)base + elems * sz;
+}
+
+/* Element range of local rank l's slice of count on a host of n ranks. */
+static void zh_slice(uint64_t count, int n, int l, uint64_t *lo, uint64_t *hi)
+{
+    *lo = count * (uint64_t)l / (uint64_t)n;
+    *hi = count * (uint64_t)(l + 1) / (uint64_t)n;
+}
+
+/* ---- AllReduce and ReduceScatter -------------------------------------------------------- */
+
+/* Step 2 of AllReduce on my slice [lo, hi) of out: post every chunk's
+ * receives and sends (grouped by chunk), then reduce chunk by chunk. A chunk
+ * is reduced in place only once its own sends are done: they read it. */
+static int zh_allreduce_net(zh_hop_t *x, char *out, uint64_t count, uint64_t lo, uint64_t hi)
+{
+    zh_level_t *lv = ZH_LV(x);
+    int nh = lv->ngroups;
+    size_t sz = x->sz;
+    uint64_t len = hi - lo;
+    uint64_t ce = ZC_MAX(x->h->chunk / sz, 1u); /* elements per chunk */
+    char *tmp = zh_hier_scratch(x->h, (size_t)(len * sz * (uint64_t)(nh - 1)) + 1);
+    uint64_t k0 = lo / ce;
+    uint64_t nk = len == 0 ? 0 : (hi - 1) / ce - k0 + 1;
+    /* requests of chunk k: [first[k], first[k + 1]) of q, receives before sends */
+    int *first = calloc((size_t)nk + 1, sizeof(int));
+    const void **src = calloc((size_t)nh, sizeof(void *));
+    zh_reqs_t q = {0};
+    int st = tmp == NULL || first == NULL || src == NULL ? ZC_ERR_NOMEM : ZC_OK;
+    for (uint64_t k = 0; k < nk && st == ZC_OK; k++) {
+        uint64_t a0 = ZC_MAX((k0 + k) * ce, lo);
+        uint64_t b0 = ZC_MIN((k0 + k + 1) * ce, hi);
+        first[k] = q.n;
+        for (int g = 0; g < nh && st == ZC_OK; g++) {
+            int slot = g < lv->group ? g : g - 1;
+            for (int i = 0; g != lv->group && i < zh_host_size(x->h, g) && st == ZC_OK; i++) {
+                uint64_t plo;
+                uint64_t phi;
+                zh_slice(count, zh_host_size(x->h, g), i, &plo, &phi);
+                uint64_t a = ZC_MAX(a0, plo);
+                uint64_t b = ZC_MIN(b0, phi);
+                int peer = zh_host_member(x->h, g, i);
+                if (a < b) {
+                    char *dst = tmp + ((uint64_t)slot * len + (a - lo)) * sz;
+                    st = zh_post(x, &q, 0, peer, (uint32_t)(a / ce), dst, (b - a) * sz);
+                    st = st == ZC_OK ? zh_post(x, &q, 1, peer, (uint32_t)(a / ce),
+                                               zh_at(out, a, sz), (b - a) * sz)
+                                     : st;
+                }
+            }
+        }
+    }
+    if (st == ZC_OK) {
+        first[nk] = q.n;
+    } else if (tmp == NULL || first == NULL || src == NULL) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory for the inter-host phase", x->c->rank);
+    }
+    for (uint64_t k = 0; k < nk && st == ZC_OK; k++) {
+        uint64_t a = ZC_MAX((k0 + k) * ce, lo);
+        uint64_t b = ZC_MIN((k0 + k + 1) * ce, hi);
+        st = zh_hier_wait(x, q.r + first[k], first[k + 1] - first[k]);
+        for (int g = 0; g < nh && st == ZC_OK; g++) {
+            int slot = g < lv->group ? g : g - 1;
+            src[g] = g == lv->group ? (const void *)(out + a * sz)
+                                    : (const void *)(tmp + ((uint64_t)slot * len + a - lo) * sz);
+        }
+        if (st == ZC_OK) {
+            coll_reduce_n(out + a * sz, src, nh, b - a, x->op->dtype, x->op->redop);
+        }
+    }
+    free(src);
+    free(first);
+    return zh_reqs_finish(x, &q, st);
+}
+
+/* AllReduce of count elements from send into out (out may be send). */
+static int zh_allreduce(zh_hop_t *x, const void *send, void *out, uint64_t count)
+{
+    zh_comm_t *l = x->h->local;
+    int nl = l->nranks;
+    uint64_t lo;
+    uint64_t hi;
+    zh_slice(count, nl, l->rank, &lo, &hi);
+    uint64_t *v = calloc(2 * (size_t)nl, sizeof(uint64_t));
+    if (v == NULL) {
+        return ZC_ERR_NOMEM;
+    }
+    for (int i = 0; i < nl; i++) {
+        uint64_t a;
+        uint64_t b;
+        zh_slice(count, nl, i, &a, &b);
+        v[i] = b - a;
+        v[nl + i] = a;
+    }
+    size_t sz = x->sz;
+    int st = ZC_OK;
+    if (nl > 1) {
+        zh_op_t rs = {ZH_OP_REDUCESCATTERV,
+                      x->op->dtype,
+                      x->op->redop,
+                      0,
+                      hi - lo,
+                      send,
+                      zh_at(out, lo, sz),
+                      count * sz,
+                      (hi - lo) * sz,
+                      {v, v + nl, NULL, NULL}};
+        st = zh_hier_local(x, &rs);
+    } else if (send != out) {
+        memcpy(out, send, count * sz);
+    }
+    if (st == ZC_OK) {
+        st = zh_allreduce_net(x, zh_at(out, 0, sz), count, lo, hi);
+    }
+    if (st == ZC_OK && nl > 1) {
+        zh_op_t ag = {ZH_OP_ALLGATHERV, x->op->dtype,           0,   0,
+                      hi - lo,          zh_at(out, lo, sz),     out, (hi - lo) * sz,
+                      count * sz,       {NULL, NULL, v, v + nl}};
+        st = zh_hier_local(x, &ag);
+    }
+    free(v);
+    return st;
+}
+
+static int zh_reducescatter(zh_hop_t *x)
+{
+    uint64_t n = (uint64_t)x->c->nranks * x->op->count;
+    char *tmp = malloc(n * x->sz + 1);
+    if (tmp == NULL) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory for ReduceScatter", x->c->rank);
+        return ZC_ERR_NOMEM;
+    }
+    int st = zh_allreduce(x, x->op->send, tmp, n);
+    if (st == ZC_OK) {
+        memcpy(x->op->recv, tmp + (uint64_t)x->c->rank * x->op->count * x->sz,
+               x->op->count * x->sz);
+    }
+    free(tmp);
+    return st;
+}
+
+/* ---- rooted ones ---------------------------------------------------------------------- */
+
+/* The rank of host g that stands for it towards root. */
+static int zh_delegate(zh_hop_t *x, int g, int root)
+{
+    return g == ZH_LV(x)->group_of[root] ? root : zh_host_member(x->h, g, 0);
+}
+
+static int zh_broadcast(zh_hop_t *x)
+{
+    zh_level_t *lv = ZH_LV(x);
+    int root = x->op->root;
+    int me = x->c->rank;
+    size_t bytes = x->op->count * x->sz;
+    void *buf = x->op->recv;
+    zh_reqs_t q = {0};
+    int st = ZC_OK;
+    if (me == root) {
+        for (int g = 0; g < lv->ngroups && st == ZC_OK; g++) {
+            if (g != lv->group) {
+                st = zh_post(x, &q, 1, zh_delegate(x, g, root), 0, buf, bytes);
+            }
+        }
+    } else if (lv->group != lv->group_of[root] && me == zh_delegate(x, lv->group, root)) {
+        st = zh_post(x, &q, 0, root, 0, buf, bytes);
+    }
+    st = zh_reqs_finish(x, &q, st);
+    if (st == ZC_OK && x->h->local->nranks > 1) {
+        zh_op_t b = *x->op;
+        b.root = lv->index_of[zh_delegate(x, lv->group, root)];
+        st = zh_hier_local(x, &b);
+    }
+    return st;
+}
+
+static int zh_reduce(zh_hop_t *x)
+{
+    zh_level_t *lv = ZH_LV(x);
+    int root = x->op->root;
+    int me = x->c->rank;
+    int nh = lv->ngroups;
+    size_t bytes = x->op->count * x->sz;
+    int dlg = zh_delegate(x, lv->group, root);
+    char *tmp = NULL;
+    if (me == root || me == dlg) {
+        tmp = zh_hier_scratch(x->h, bytes * (size_t)nh + 1);
+        if (tmp == NULL) {
+            return ZC_ERR_NOMEM;
+        }
+    }
+    /* my host's partial: at the root in its recv, at another delegate in tmp */
+    const void *part = x->op->send;
+    int st = ZC_OK;
+    if (x->h->local->nranks > 1) {
+        void *dst = me == root ? x->op->recv : me == dlg ? (void *)tmp : NULL;
+        zh_op_t r = *x->op;
+        r.root = lv->index_of[dlg];
+        r.recv = dst;
+        r.recv_bytes = dst != NULL ? bytes : 0;
+        st = zh_hier_local(x, &r);
+        part = dst;
+    }
+    zh_reqs_t q = {0};
+    if (st == ZC_OK && me == dlg && me != root) {
+        st = zh_post(x, &q, 1, root, 0, (void *)(uintptr_t)part, bytes);
+    }
+    const void **src = me == root ? calloc((size_t)nh, sizeof(void *)) : NULL;
+    st = st == ZC_OK && me == root && src == NULL ? ZC_ERR_NOMEM : st;
+    for (int g = 0; g < nh && st == ZC_OK && me == root; g++) {
+        src[g] = g == lv->group ? part : tmp + bytes * (size_t)g;
+        if (g != lv->group) {
+            st = zh_post(x, &q, 0, zh_delegate(x, g, root), 0, tmp + bytes * (size_t)g, bytes);
+        }
+    }
+    st = zh_reqs_finish(x, &q, st);
+    if (st == ZC_OK && me == root) {
+        coll_reduce_n(x->op->recv, src, nh, x->op->count, x->op->dtype, x->op->redop);
+    }
+    free(src);
+    return st;
+}
+
+/* ---- copies ------------------------------------------------------------------------------ */
+
+static int zh_allgather(zh_hop_t *x)
+{
+    zh_comm_t *l = x->h->local;
+    zh_level_t *lv = ZH_LV(x);
+    size_t bytes = x->op->count * x->sz;
+    zh_reqs_t q = {0};
+    int st = ZC_OK;
+    for (int r = 0; r < x->c->nranks && st == ZC_OK; r++) {
+        if (x->h->remote[r]) {
+            st = zh_post(x, &q, 0, r, 0, zh_at(x->op->recv, (uint64_t)r, bytes), bytes);
+            st = st == ZC_OK ? zh_post(x, &q, 1, r, 0, (void *)(uintptr_t)x->op->send, bytes) : st;
+        }
+    }
+    if (st == ZC_OK && l->nranks > 1) {
+        uint64_t *v = calloc(2 * (size_t)l->nranks, sizeof(uint64_t));
+        st = v == NULL ? ZC_ERR_NOMEM : ZC_OK;
+        for (int i = 0; v != NULL && i < l->nranks; i++) {
+            v[i] = x->op->count;
+            v[l->nranks + i] = (uint64_t)zh_host_member(x->h, lv->group, i) * x->op->count;
+        }
+        zh_op_t ag = {ZH_OP_ALLGATHERV,
+                      x->op->dtype,
+                      0,
+                      0,
+                      x->op->count,
+                      x->op->send,
+                      x->op->recv,
+                      bytes,
+                      bytes * (size_t)x->c->nranks,
+                      {NULL, NULL, v, v == NULL ? NULL : v + l->nranks}};
+        st = st == ZC_OK ? zh_hier_local(x, &ag) : st;
+        free(v);
+    } else if (st == ZC_OK && x->op->send != zh_at(x->op->recv, (uint64_t)x->c->rank, bytes)) {
+        memcpy(zh_at(x->op->recv, (uint64_t)x->c->rank, bytes), x->op->send, bytes);
+    }
+    return zh_reqs_finish(x, &q, st);
+}
+
+/* AlltoAllV with global arrays sc/sd/rc/rd (elements): remote pairs on UCX,
+ * local pairs in a local AlltoAllV. root >= 0: a Scatter from root (only the
+ * root sends, every rank receives rc[root]). */
+static int zh_alltoallv(zh_hop_t *x, const void *send, const uint64_t *sc, const uint64_t *sd,
+                        const uint64_t *rc, const uint64_t *rd)
+{
+    zh_comm_t *l = x->h->local;
+    zh_level_t *lv = ZH_LV(x);
+    size_t sz = x->sz;
+    zh_reqs_t q = {0};
+    int st = ZC_OK;
+    for (int r = 0; r < x->c->nranks && st == ZC_OK; r++) {
+        if (!x->h->remote[r]) {
+            continue;
+        }
+        if (rc[r] > 0) {
+            st = zh_post(x, &q, 0, r, 0, zh_at(x->op->recv, rd[r], sz), rc[r] * sz);
+        }
+        if (st == ZC_OK && sc[r] > 0) {
+            st = zh_post(x, &q, 1, r, 0, zh_at(send, sd[r], sz), sc[r] * sz);
+        }
+    }
+    int nl = l->nranks;
+    uint64_t *v = st == ZC_OK ? calloc(4 * (size_t)nl, sizeof(uint64_t)) : NULL;
+    st = st == ZC_OK && v == NULL ? ZC_ERR_NOMEM : st;
+    uint64_t sb = 0;
+    uint64_t rb = 0;
+    for (int i = 0; st == ZC_OK && i < nl; i++) {
+        int g = zh_host_member(x->h, lv->group, i);
+        v[i] = sc[g];
+        v[nl + i] = sd[g];
+        v[2 * nl + i] = rc[g];
+        v[3 * nl + i] = rd[g];
+        sb = ZC_MAX(sb, (sd[g] + sc[g]) * sz);
+        rb = ZC_MAX(rb, (rd[g] + rc[g]) * sz);
+    }
+    if (st == ZC_OK) {
+        zh_op_t a = {ZH_OP_ALLTOALLV,
+                     x->op->dtype,
+                     0,
+                     0,
+                     0,
+                     send,
+                     x->op->recv,
+                     sb,
+                     rb,
+                     {v, v + nl, v + 2 * nl, v + 3 * nl}};
+        st = zh_hier_local(x, &a);
+    }
+    free(v);
+    return zh_reqs_finish(x, &q, st);
+}
+
+/* The V arrays of AlltoAll and Scatter in global terms, then zh_alltoallv. */
+static int zh_copy_op(zh_hop_t *x)
+{
+    int n = x->c->nranks;
+    const zh_op_t *op = x->op;
+    uint64_t *v = calloc(4 * (size_t)n, sizeof(uint64_t));
+    if (v == NULL) {
+        return ZC_ERR_NOMEM;
+    }
+    const void *send = op->send;
+    for (int r = 0; r < n; r++) {
+        int scatter = op->kind == ZH_OP_SCATTER;
+        int sends = !scatter || x->c->rank == op->root;
+        v[r] = sends ? op->count : 0;
+        v[n + r] = (uint64_t)r * op->count;
+        v[2 * n + r] = !scatter ? op->count : r == op->root ? op->count : 0;
+        v[3 * n + r] = scatter ? 0 : (uint64_t)r * op->count;
+    }
+    const uint64_t *sc = op->kind == ZH_OP_ALLTOALLV ? op->v[0] : v;
+    const uint64_t *sd = op->kind == ZH_OP_ALLTOALLV ? op->v[1] : v + n;
+    const uint64_t *rc = op->kind == ZH_OP_ALLTOALLV ? op->v[2] : v + 2 * n;
+    const uint64_t *rd = op->kind == ZH_OP_ALLTOALLV ? op->v[3] : v + 3 * n;
+    /* Sends read blocks that receives may overwrite (in place): send a copy. */
+    char *copy = NULL;
+    if (op->send_bytes > 0 && op->recv_bytes > 0 &&
+        (const char *)op->send < (const char *)op->recv + op->recv_bytes &&
+        (const char *)op->recv < (const char *)op->send + op->send_bytes) {
+        copy = malloc(op->send_bytes);
+        if (copy == NULL) {
+            free(v);
+            return ZC_ERR_NOMEM;
+        }
+        memcpy(copy, op->send, op->send_bytes);
+        send = copy;
+    }
+    int st = zh_alltoallv(x, send, sc, sd, rc, rd);
+    free(copy);
+    free(v);
+    return st;
+}
+
+static int zh_barrier_op(zh_hop_t *x)
+{
+    zh_level_t *lv = ZH_LV(x);
+    zh_op_t b = {.kind = ZH_OP_BARRIER, .dtype = HCCL_DATA_TYPE_INT8};
+    int st = x->h->local->nranks > 1 ? zh_hier_local(x, &b) : ZC_OK;
+    int me = x->c->rank;
+    zh_reqs_t q = {0};
+    static char none;
+    for (int g = 0; g < lv->ngroups && st == ZC_OK && me == zh_host_member(x->h, lv->group, 0);
+         g++) {
+        if (g != lv->group) {
+            st = zh_post(x, &q, 0, zh_host_member(x->h, g, 0), 0, &none, 0);
+            st = st == ZC_OK ? zh_post(x, &q, 1, zh_host_member(x->h, g, 0), 0, &none, 0) : st;
+        }
+    }
+    st = zh_reqs_finish(x, &q, st);
+    if (st == ZC_OK && x->h->local->nranks > 1) {
+        st = zh_hier_local(x, &b);
+    }
+    return st;
+}
+
+int zh_hier_run(zh_hop_t *x)
+{
+    atomic_fetch_add_explicit(&x->h->net_ops, 1, memory_order_relaxed);
+    switch (x->op->kind) {
+    case ZH_OP_BARRIER:
+        return zh_barrier_op(x);
+    case ZH_OP_ALLREDUCE:
+        return zh_allreduce(x, x->op->send, x->op->recv, x->op->count);
+    case ZH_OP_REDUCESCATTER:
+        return zh_reducescatter(x);
+    case ZH_OP_BROADCAST:
+        return zh_broadcast(x);
+    case ZH_OP_REDUCE:
+        return zh_reduce(x);
+    case ZH_OP_ALLGATHER:
+        return zh_allgather(x);
+    case ZH_OP_SCATTER:
+    case ZH_OP_ALLTOALL:
+    case ZH_OP_ALLTOALLV:
+        return zh_copy_op(x);
+    default:
+        ZC_WARN(ZC_SUB_COLL, "rank %d: %s is not supported across hosts", x->c->rank,
+                zh_op_name(x->op->kind));
+        return ZC_ERR_NOT_SUPPORT;
+    }
+}
+
+/* ---- point-to-point ---------------------------------------------------------------------- */
+
+int zh_hier_p2p(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n, const uint32_t *seqs)
+{
+    zh_hier_t *h = c->hier;
+    zh_level_t *lv = &h->level[ZH_LEVEL_HOST];
+    zh_hop_t x = {c, h, NULL, 0, 1};
+    HcclSendRecvItem *loc = malloc(sizeof(*loc) * n);
+    zh_reqs_t q = {0};
+    uint32_t nloc = 0;
+    int st = loc == NULL ? ZC_ERR_NOMEM : ZC_OK;
+    for (uint32_t i = 0; i < n && st == ZC_OK; i++) {
+        const HcclSendRecvItem *it = &items[i];
+        int peer = (int)it->remoteRank;
+        size_t bytes = it->count * coll_dtype_size(it->dataType);
+        if (!h->remote[peer]) {
+            loc[nloc] = *it;
+            loc[nloc++].remoteRank = (uint32_t)lv->index_of[peer];
+            continue;
+        }
+        zh_net_req_t *r = zh_reqs_add(&q);
+        if (r == NULL) {
+            st = ZC_ERR_NOMEM;
+        } else if (it->sendRecvType == HCCL_SEND) {
+            atomic_fetch_add_explicit(&h->net_bytes, bytes, memory_order_relaxed);
+            st = zh_net_isend(h->net, peer, ZH_TAG_P2P(seqs[i], c->rank), it->buf, bytes, r);
+        } else {
+            st = zh_net_irecv(h->net, peer, ZH_TAG_P2P(seqs[i], peer), it->buf, bytes, r);
+        }
+    }
+    if (st == ZC_OK && nloc > 0) {
+        HcclResult r = zh_p2p_run_now(h->local, loc, nloc);
+        st = r == HCCL_SUCCESS ? ZC_OK : r == HCCL_E_PARA ? ZC_ERR_INVAL : ZC_ERR_REMOTE;
+    }
+    free(loc);
+    return zh_reqs_finish(&x, &q, st);
+}
