@@ -265,21 +265,18 @@ ZC_EXPORT HcclResult HcclCommDeactivateCommMemory(HcclComm comm, void *virPtr)
 ZC_EXPORT uint64_t zccl_comm_staged_bytes(HcclComm comm)
 {
     zh_comm_t *c = zh_comm_lookup(comm);
-    c = c != NULL ? zh_comm_inner(c) : NULL;
     return c != NULL ? (uint64_t)atomic_load(&c->staged_bytes) : 0;
 }
 
 ZC_EXPORT uint64_t zccl_comm_zero_copy_ops(HcclComm comm)
 {
     zh_comm_t *c = zh_comm_lookup(comm);
-    c = c != NULL ? zh_comm_inner(c) : NULL;
     return c != NULL ? (uint64_t)atomic_load(&c->zc_ops) : 0;
 }
 
 ZC_EXPORT uint64_t zccl_comm_buffered_ops(HcclComm comm)
 {
     zh_comm_t *c = zh_comm_lookup(comm);
-    c = c != NULL ? zh_comm_inner(c) : NULL;
     return c != NULL ? (uint64_t)atomic_load(&c->buf_ops) : 0;
 }
 

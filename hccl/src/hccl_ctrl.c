@@ -189,7 +189,8 @@ int zh_ctrl_attach_peers(zh_comm_t *c, const zh_boot_entry_t *table)
             return ZC_ERR_NOMEM;
         }
         p->ctrl = m;
-        if (p->ctrl->version != ZH_CTRL_VERSION || p->ctrl->rank != (uint32_t)r) {
+        if (p->ctrl->version != ZH_CTRL_VERSION ||
+            p->ctrl->rank != (uint32_t)(c->ctrl_ranks != NULL ? c->ctrl_ranks[r] : r)) {
             ZC_WARN(ZC_SUB_COMM, "rank %d: control segment of rank %d has version %u rank %u",
                     c->rank, r, p->ctrl->version, p->ctrl->rank);
             return ZC_ERR_INTERNAL;

@@ -104,8 +104,9 @@ static int zh_hier_local_make(zh_comm_t *c, zh_hier_t *h, const zh_boot_entry_t 
     c->ctrl = NULL;
     c->ctrl_fd = -1;
     c->ctrl_token = 0;
-    l->ctrl->rank = (uint32_t)l->rank;
-    l->ctrl->nranks = (uint32_t)nl;
+    /* The segments keep the global rank they were made with (peers may map
+     * them before their owner gets here); the check at attach expects it. */
+    l->ctrl_ranks = &lv->members[lv->first[lv->group]];
     h->local = l;
     for (int i = 0; i < nl; i++) {
         lt[i] = table[zh_host_member(h, lv->group, i)];
@@ -286,6 +287,43 @@ static int zh_hier_turn(zh_comm_t *c, uint32_t seq)
     return ZC_OK;
 }
 
+/* The counters an op moves, before it runs. */
+typedef struct {
+    uint64_t zc;
+    uint64_t buf;
+    uint64_t staged;
+    uint64_t net;
+} zh_hier_snap_t;
+
+static void zh_hier_snap(zh_comm_t *c, zh_hier_snap_t *s)
+{
+    zh_comm_t *l = c->hier->local;
+    s->zc = atomic_load_explicit(&l->zc_ops, memory_order_relaxed);
+    s->buf = atomic_load_explicit(&l->buf_ops, memory_order_relaxed);
+    s->staged = atomic_load_explicit(&l->staged_bytes, memory_order_relaxed);
+    s->net = atomic_load_explicit(&c->hier->net_bytes, memory_order_relaxed);
+}
+
+/* One op, one count on the comm, as on one host: zero-copy when my buffers
+ * are activated and no local step went buffered; staged bytes are the local
+ * steps' plus, on the buffered path, what went to other hosts from buffers
+ * UCX could not take as they are registered once (it copies them). */
+static void zh_hier_count(zh_comm_t *c, const zh_op_t *op, const zh_hier_snap_t *s)
+{
+    zh_comm_t *l = c->hier->local;
+    if (op->kind == ZH_OP_BARRIER) {
+        return;
+    }
+    zh_hier_snap_t e;
+    zh_hier_snap(c, &e);
+    int zc = e.buf == s->buf &&
+             zh_mem_local_covers(l, (uint64_t)(uintptr_t)op->send, op->send_bytes) &&
+             zh_mem_local_covers(l, (uint64_t)(uintptr_t)op->recv, op->recv_bytes);
+    atomic_fetch_add_explicit(zc ? &c->zc_ops : &c->buf_ops, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->staged_bytes, (e.staged - s->staged) + (zc ? 0 : e.net - s->net),
+                              memory_order_relaxed);
+}
+
 static void zh_hier_broke(zh_comm_t *c, HcclResult r)
 {
     int expect = HCCL_SUCCESS;
@@ -310,7 +348,10 @@ static int zh_hier_task(void *arg)
             st = zh_hier_p2p(c, j->items, j->nitems, j->seqs);
         } else if (st == ZC_OK) {
             zh_hop_t x = {c, h, &j->op, j->seq, coll_dtype_size(j->op.dtype)};
+            zh_hier_snap_t snap;
+            zh_hier_snap(c, &snap);
             st = zh_hier_run(&x);
+            zh_hier_count(c, &j->op, &snap);
         }
         pthread_mutex_unlock(&h->run);
         err = atomic_load_explicit(&c->async_error, memory_order_acquire);

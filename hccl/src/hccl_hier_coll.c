@@ -210,20 +210,77 @@ static int zh_allreduce(zh_hop_t *x, const void *send, void *out, uint64_t count
     return st;
 }
 
+/* Does [a, +na) overlap [b, +nb)? */
+static int zh_overlap(const void *a, size_t na, const void *b, size_t nb)
+{
+    return na > 0 && nb > 0 && (const char *)a < (const char *)b + nb &&
+           (const char *)b < (const char *)a + na;
+}
+
+/* ReduceScatter: a local ReduceScatterV gives each local rank its host's
+ * partial of its own block, in place in its recv (zero-copy on activated
+ * memory); the ranks of other hosts send me their block of mine as it is;
+ * I combine host partial then those blocks in rank order. Each rank sends
+ * count x (ranks on other hosts) elements. */
 static int zh_reducescatter(zh_hop_t *x)
 {
-    uint64_t n = (uint64_t)x->c->nranks * x->op->count;
-    char *tmp = malloc(n * x->sz + 1);
-    if (tmp == NULL) {
-        ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory for ReduceScatter", x->c->rank);
-        return ZC_ERR_NOMEM;
+    zh_comm_t *c = x->c;
+    zh_comm_t *l = x->h->local;
+    zh_level_t *lv = ZH_LV(x);
+    const zh_op_t *op = x->op;
+    size_t bytes = op->count * x->sz;
+    int n = c->nranks;
+    int nrem = n - l->nranks;
+    const char *send = op->send;
+    char *copy = NULL;
+    if (zh_overlap(op->recv, bytes, send, bytes * (size_t)n) &&
+        op->recv != send + bytes * (size_t)c->rank) {
+        copy = malloc(bytes * (size_t)n + 1); /* sends must not read what the local step writes */
+        if (copy != NULL) {
+            memcpy(copy, send, bytes * (size_t)n);
+            send = copy;
+        }
     }
-    int st = zh_allreduce(x, x->op->send, tmp, n);
+    char *tmp = zh_hier_scratch(x->h, bytes * (size_t)nrem + 1);
+    uint64_t *v = calloc(2 * (size_t)l->nranks, sizeof(uint64_t));
+    const void **src = calloc((size_t)nrem + 1, sizeof(void *));
+    int st = tmp == NULL || v == NULL || src == NULL || send == NULL ? ZC_ERR_NOMEM : ZC_OK;
+    zh_reqs_t q = {0};
+    for (int r = 0, k = 0; r < n && st == ZC_OK; r++) {
+        if (x->h->remote[r]) {
+            src[1 + k] = tmp + bytes * (size_t)k;
+            st = zh_post(x, &q, 0, r, 0, tmp + bytes * (size_t)k++, bytes);
+            st = st == ZC_OK ? zh_post(x, &q, 1, r, 0, (void *)(send + bytes * (size_t)r), bytes)
+                             : st;
+        }
+    }
+    if (st == ZC_OK && l->nranks > 1) {
+        for (int i = 0; i < l->nranks; i++) {
+            v[i] = op->count;
+            v[l->nranks + i] = (uint64_t)zh_host_member(x->h, lv->group, i) * op->count;
+        }
+        zh_op_t rs = {ZH_OP_REDUCESCATTERV,
+                      op->dtype,
+                      op->redop,
+                      0,
+                      op->count,
+                      op->send,
+                      op->recv,
+                      bytes * (size_t)n,
+                      bytes,
+                      {v, v + l->nranks, NULL, NULL}};
+        st = zh_hier_local(x, &rs);
+    } else if (st == ZC_OK) {
+        memmove(op->recv, (const char *)op->send + bytes * (size_t)c->rank, bytes);
+    }
+    st = zh_reqs_finish(x, &q, st);
     if (st == ZC_OK) {
-        memcpy(x->op->recv, tmp + (uint64_t)x->c->rank * x->op->count * x->sz,
-               x->op->count * x->sz);
+        src[0] = op->recv;
+        coll_reduce_n(op->recv, src, nrem + 1, op->count, op->dtype, op->redop);
     }
-    free(tmp);
+    free(src);
+    free(v);
+    free(copy);
     return st;
 }
 
@@ -502,6 +559,8 @@ int zh_hier_p2p(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n, const u
     HcclSendRecvItem *loc = malloc(sizeof(*loc) * n);
     zh_reqs_t q = {0};
     uint32_t nloc = 0;
+    uint64_t staged = 0; /* sent to other hosts from memory that is not activated */
+    uint64_t local0 = atomic_load_explicit(&h->local->staged_bytes, memory_order_relaxed);
     int st = loc == NULL ? ZC_ERR_NOMEM : ZC_OK;
     for (uint32_t i = 0; i < n && st == ZC_OK; i++) {
         const HcclSendRecvItem *it = &items[i];
@@ -517,6 +576,8 @@ int zh_hier_p2p(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n, const u
             st = ZC_ERR_NOMEM;
         } else if (it->sendRecvType == HCCL_SEND) {
             atomic_fetch_add_explicit(&h->net_bytes, bytes, memory_order_relaxed);
+            staged +=
+                zh_mem_local_covers(h->local, (uint64_t)(uintptr_t)it->buf, bytes) ? 0 : bytes;
             st = zh_net_isend(h->net, peer, ZH_TAG_P2P(seqs[i], c->rank), it->buf, bytes, r);
         } else {
             st = zh_net_irecv(h->net, peer, ZH_TAG_P2P(seqs[i], peer), it->buf, bytes, r);
@@ -527,5 +588,10 @@ int zh_hier_p2p(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n, const u
         st = r == HCCL_SUCCESS ? ZC_OK : r == HCCL_E_PARA ? ZC_ERR_INVAL : ZC_ERR_REMOTE;
     }
     free(loc);
-    return zh_reqs_finish(&x, &q, st);
+    st = zh_reqs_finish(&x, &q, st);
+    /* Counted as on one host: the local items' staging plus the copies UCX
+     * makes of unregistered memory. */
+    staged += atomic_load_explicit(&h->local->staged_bytes, memory_order_relaxed) - local0;
+    atomic_fetch_add_explicit(&c->staged_bytes, staged, memory_order_relaxed);
+    return st;
 }

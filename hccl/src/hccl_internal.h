@@ -291,6 +291,9 @@ typedef struct zh_comm {
      * the global ones, this struct's control segment, peers and memory are
      * unused, and ops run on hier's local comm and transport. */
     struct zh_hier *hier;
+    /* A local comm of one that spans hosts: the rank each peer's control
+     * segment names (its global rank), by local rank; NULL otherwise. */
+    const int *ctrl_ranks;
 } zh_comm_t;
 
 #define ZH_COMM_MAGIC 0x7a63636cu
