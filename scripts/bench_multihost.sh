@@ -6,8 +6,8 @@
 # between the two ranks of a host, as zccl uses its zero-copy path there);
 # all_reduce_perf and all_gather_perf on activated memory, results checked.
 #
-# Prints per size zccl's and MPI's busbw and their ratio (from the tools'
-# CSV; the tools' own %ref column is the shared-memory bound of one machine,
+# Prints per size zccl's and MPI's time (us) and busbw (GB/s) and the busbw
+# ratio (from the tools' CSV; the tools' own %ref column is the shared-memory bound of one machine,
 # which a network between hosts cannot reach, so it is left out), and the
 # tools' "Paths" line (what the communicator's counters saw, the bytes that
 # crossed hosts among them where the library counts them). Writes
@@ -16,12 +16,12 @@
 # 1 MiB up". Exits non-zero when a run fails (a wrong result included).
 #
 # Environment: BUILD (default build), OUT (default out), MAXB (largest size,
-# default 64M), BUDGET (ms per timed batch, default 60), REPEAT (default 3).
+# default 16M), BUDGET (ms per timed batch, default 60), REPEAT (default 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 OUT=${OUT:-out}
-MAXB=${MAXB:-64M}
+MAXB=${MAXB:-16M}
 BUDGET=${BUDGET:-60}
 REPEAT=${REPEAT:-3}
 if ! scripts/netns.sh check; then
@@ -51,11 +51,12 @@ for tool in all_reduce_perf all_gather_perf; do
     {
         grep -E '^# (Paths|Out of bounds|Avg bus)' "$OUT/$name.log"
         awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-            NR == 2 { printf "%12s %14s %14s %8s\n", "size(B)", "zccl busbw", "MPI busbw",
-                      "zccl/MPI" }
-            { z = $col["busbw"]; m = $col["mpi_busbw"];
+            NR == 2 { printf "%12s %12s %11s %12s %11s %9s\n", "size(B)", "zccl us",
+                      "zccl busbw", "MPI us", "MPI busbw", "zccl/MPI" }
+            { z = $col["busbw"]; m = $col["mpi_busbw"]
               r = m > 0 ? sprintf("%.2f", z / m) : "-"
-              printf "%12d %14.3f %14.3f %8s\n", $col["size"], z, m, r }' "$OUT/$name.csv"
+              printf "%12d %12.1f %11.4f %12.1f %11.4f %9s\n", $col["size"], $col["time_us"], z,
+                     $col["mpi_time_us"], m, r }' "$OUT/$name.csv"
     } | tee "$OUT/$name.txt"
 done
 

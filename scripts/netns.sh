@@ -7,7 +7,7 @@
 #   netns.sh exec TAG HOST CMD...   run CMD on host HOST (a number: 1..N)
 #   netns.sh link-down TAG HOST     take HOST's link down (carrier lost, like a pulled cable)
 #   netns.sh link-up TAG HOST       and back up
-#   netns.sh rsh HOST CMD...        rsh agent for mpirun (TAG from ZCCL_NETNS_TAG): HOST is
+#   netns.sh rsh HOST CMD...        rsh agent for mpirun (TAG from NETNS_TAG): HOST is
 #                                   TAGhK, hK or hostK
 #   netns.sh mpirun TAG ARGS...     mpirun from the switch namespace with this script as its rsh
 #                                   agent, OOB and btl tcp on the hosts' subnet
@@ -149,7 +149,7 @@ zn_link() {
 # mpirun's rsh agent: called as "agent HOST word..."; the words form one shell
 # command line, the way ssh hands them to the remote shell.
 zn_rsh() {
-    local host=$1 tag=${ZCCL_NETNS_TAG:-} k
+    local host=$1 tag=${NETNS_TAG:-} k
     shift
     while [ "${1:-}" = "-x" ] || [ "${1:-}" = "-T" ]; do shift; done
     case $host in
@@ -158,7 +158,7 @@ zn_rsh() {
         h[0-9]*) k=${host#h} ;;
         *) zn_die "rsh: host '$host' is not TAGhK, hK or hostK" ;;
     esac
-    [ -n "$tag" ] || zn_die "rsh: host '$host' needs ZCCL_NETNS_TAG"
+    [ -n "$tag" ] || zn_die "rsh: host '$host' needs NETNS_TAG"
     zn_exec "$tag" "$k" sh -c "$*"
 }
 
@@ -166,7 +166,7 @@ zn_mpirun() {
     local tag=$1
     shift
     zn_tag_ok "$tag"
-    export ZCCL_NETNS_TAG=$tag
+    export NETNS_TAG=$tag
     exec ip netns exec "${tag}sw" mpirun --mca plm_rsh_agent "$ZN_SELF rsh" \
         --mca oob_tcp_if_include "$ZN_SUBNET.0/24" --mca btl_tcp_if_include "$ZN_SUBNET.0/24" \
         "$@"

@@ -457,44 +457,62 @@ static void zt_reduce_i128(unsigned char *out, const void *const *in, int n, siz
     }
 }
 
-/* Hosts of the reference (zt_ref_set_hosts); 0: one flat rank order. */
-static int zt_ref_nhosts;
-static int zt_ref_per_host[ZT_MAX_RANKS];
+/* Hosts of the reference (zt_ref_set_hosts): rank r is on host zt_ref_host[r]; 0 ranks: one
+ * flat rank order. */
+static int zt_ref_nranks;
+static int zt_ref_host[ZT_MAX_RANKS];
 
-void zt_ref_set_hosts(int nhosts, const int *per_host)
+void zt_ref_set_hosts(int nranks, const int *host_of)
 {
-    zt_ref_nhosts = nhosts > 1 && nhosts <= ZT_MAX_RANKS ? nhosts : 0;
-    for (int h = 0; h < zt_ref_nhosts; h++) {
-        zt_ref_per_host[h] = per_host[h];
+    int hosts = 0;
+    for (int r = 0; r < nranks && r < ZT_MAX_RANKS; r++) {
+        int seen = 0;
+        for (int q = 0; q < r; q++) {
+            seen |= host_of[q] == host_of[r];
+        }
+        hosts += !seen;
+        zt_ref_host[r] = host_of[r];
     }
+    zt_ref_nranks = hosts > 1 && nranks <= ZT_MAX_RANKS ? nranks : 0;
 }
 
 static int zt_ref_reduce_flat(void *out, const void *const *in, int n, size_t count, int dtype,
                               int op);
 
 /* Each host's ranks in rank order, the partial stored in the dtype; then the partials in host
- * order. -1 when the hosts do not cover exactly n ranks. */
+ * order (hosts in the order of their first rank). -1 unless the hosts cover exactly n ranks. */
 static int zt_ref_reduce_hosts(void *out, const void *const *in, int n, size_t count, int dtype,
                                int op)
 {
     size_t es = zt_dtype_size(dtype);
-    int total = 0;
-    for (int h = 0; h < zt_ref_nhosts; h++) {
-        total += zt_ref_per_host[h];
-    }
-    unsigned char *part = total == n ? malloc((size_t)zt_ref_nhosts * count * es + 1) : NULL;
+    unsigned char *part = n == zt_ref_nranks ? malloc((size_t)n * count * es + 1) : NULL;
     if (part == NULL) {
         return -1;
     }
+    const void *hin[ZT_MAX_RANKS];
     const void *src[ZT_MAX_RANKS];
+    int nh = 0;
     int rc = 0;
-    for (int h = 0, first = 0; h < zt_ref_nhosts && rc == 0; first += zt_ref_per_host[h++]) {
-        src[h] = part + (size_t)h * count * es;
-        rc = zt_ref_reduce_flat(part + (size_t)h * count * es, in + first, zt_ref_per_host[h],
-                                count, dtype, op);
+    for (int r = 0; r < n && rc == 0; r++) {
+        int first = 1;
+        for (int q = 0; q < r; q++) {
+            first &= zt_ref_host[q] != zt_ref_host[r];
+        }
+        if (!first) {
+            continue;
+        }
+        int k = 0;
+        for (int q = r; q < n; q++) {
+            if (zt_ref_host[q] == zt_ref_host[r]) {
+                hin[k++] = in[q];
+            }
+        }
+        src[nh] = part + (size_t)nh * count * es;
+        rc = zt_ref_reduce_flat(part + (size_t)nh * count * es, hin, k, count, dtype, op);
+        nh++;
     }
     if (rc == 0) {
-        rc = zt_ref_reduce_flat(out, src, zt_ref_nhosts, count, dtype, op);
+        rc = zt_ref_reduce_flat(out, src, nh, count, dtype, op);
     }
     free(part);
     return rc;
@@ -502,7 +520,7 @@ static int zt_ref_reduce_hosts(void *out, const void *const *in, int n, size_t c
 
 int zt_ref_reduce(void *out, const void *const *in, int n, size_t count, int dtype, int op)
 {
-    if (zt_ref_nhosts > 1) {
+    if (zt_ref_nranks > 0) {
         return zt_ref_reduce_hosts(out, in, n, count, dtype, op);
     }
     return zt_ref_reduce_flat(out, in, n, count, dtype, op);

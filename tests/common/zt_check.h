@@ -80,12 +80,13 @@ int zt_ref_reduce(void *out, const void *const *in, int n, size_t count, int dty
 
 /**
  * Ranks on several hosts (the multihost tests): from now on the reference
- * reduces the order zccl's hierarchical algorithms do, each host's ranks in
- * rank order with the host's partial stored in the dtype (fp16/bf16 rounded
- * once per host), then the host partials in host order. per_host[h]: ranks
- * on host h, ranks numbered host by host. nhosts 0 or 1: one rank order again.
+ * reduces in the order zccl's hierarchical algorithms do, each host's ranks
+ * in rank order with the host's partial stored in the dtype (fp16/bf16
+ * rounded once per host), then the host partials in host order (hosts in
+ * the order of their first rank). host_of[r]: any id of rank r's host. With
+ * one host (or nranks 0) the reference is one rank order again.
  */
-void zt_ref_set_hosts(int nhosts, const int *per_host);
+void zt_ref_set_hosts(int nranks, const int *host_of);
 
 /** Expected AllReduce output (count elements) for pattern p over p->nranks ranks. */
 int zt_ref_allreduce(void *out, size_t count, const zt_pat_t *p);

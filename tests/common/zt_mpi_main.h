@@ -25,8 +25,10 @@
 #include <cmocka.h>
 
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zt_check.h"
 
@@ -54,7 +56,35 @@ static inline int zt_mpi_global_fails(int local)
     return sum;
 }
 
-/** MPI_Init, rank and size, the HCCL timeouts (unless set). */
+/* Ranks on several hosts (hosts told apart by hostname, as mpirun does): the
+ * reference reduces host by host (zt_check.h). */
+static inline void zt_mpi_ref_hosts(void)
+{
+    enum { ZT_HN = 64 };
+    char me[ZT_HN] = {0};
+    gethostname(me, ZT_HN - 1);
+    char *all = calloc((size_t)zt_mpi_size, ZT_HN);
+    int *host_of = calloc((size_t)zt_mpi_size, sizeof(int));
+    if (all == NULL || host_of == NULL) {
+        fprintf(stderr, "rank %d: out of memory for the host table\n", zt_mpi_rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return;
+    }
+    MPI_Allgather(me, ZT_HN, MPI_CHAR, all, ZT_HN, MPI_CHAR, MPI_COMM_WORLD);
+    for (int r = 0; r < zt_mpi_size; r++) {
+        host_of[r] = r;
+        for (int q = 0; q < r && host_of[r] == r; q++) {
+            if (strcmp(all + (size_t)q * ZT_HN, all + (size_t)r * ZT_HN) == 0) {
+                host_of[r] = host_of[q];
+            }
+        }
+    }
+    zt_ref_set_hosts(zt_mpi_size, host_of);
+    free(all);
+    free(host_of);
+}
+
+/** MPI_Init, rank and size, the HCCL timeouts (unless set), the reference's hosts. */
 static inline void zt_mpi_init(int *argc, char ***argv)
 {
     MPI_Init(argc, argv);
@@ -62,6 +92,7 @@ static inline void zt_mpi_init(int *argc, char ***argv)
     MPI_Comm_size(MPI_COMM_WORLD, &zt_mpi_size);
     setenv("HCCL_EXEC_TIMEOUT", "60", 0);
     setenv("HCCL_CONNECT_TIMEOUT", "60", 0);
+    zt_mpi_ref_hosts();
 }
 
 /** MPI_Finalize; returns rc (cmocka's result) for main to return. */

@@ -199,7 +199,7 @@ int main(int argc, char **argv)
     setenv("HCCL_EXEC_TIMEOUT", "60", 0);
     setenv("HCCL_CONNECT_TIMEOUT", "60", 0);
     zt_hosts_use(&mh_hosts);
-    zt_ref_set_hosts(mh_hosts.nhosts, mh_hosts.per_host);
+    zt_ref_set_hosts(mh_hosts.nranks, mh_hosts.host_of);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout),    cmocka_unit_test(test_comm_api),
         cmocka_unit_test(test_allreduce), cmocka_unit_test(test_allgather),
