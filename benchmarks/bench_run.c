@@ -466,11 +466,13 @@ static void bench_print_footer(bench_ctx_t *ctx)
     long mine_rss[2] = {ctx->rss_first_kb, ctx->rss_growth_kb};
     long growth[2] = {0, 0};
     MPI_Reduce(mine_rss, growth, 2, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
-    uint64_t mine[4] = {zccl_comm_zero_copy_ops(ctx->comm), zccl_comm_buffered_ops(ctx->comm),
+    uint64_t mine[5] = {zccl_comm_zero_copy_ops(ctx->comm), zccl_comm_buffered_ops(ctx->comm),
                         zccl_comm_staged_bytes(ctx->comm),
-                        (uint64_t)(zccl_comm_ccl_allocated(ctx->comm) != 0)};
-    uint64_t sum[4] = {0, 0, 0, 0};
-    MPI_Reduce(mine, sum, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+                        (uint64_t)(zccl_comm_ccl_allocated(ctx->comm) != 0),
+                        zccl_comm_net_bytes(ctx->comm)};
+    uint64_t sum[5] = {0, 0, 0, 0, 0};
+    MPI_Reduce(mine, sum, 5, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    int hosts = zccl_comm_hosts(ctx->comm);
     long rss_now = bench_probe_rss_kb();
     if (ctx->rank != 0) {
         return;
@@ -500,6 +502,11 @@ static void bench_print_footer(bench_ctx_t *ctx)
            "CCL buffer %s\n",
            (unsigned long long)sum[0], (unsigned long long)sum[1], (unsigned long long)sum[2],
            sum[3] == 0 ? "never created" : "created");
+    if (hosts > 1) {
+        printf("# Across hosts         : %d hosts, %llu bytes sent to other hosts (all ranks, "
+               "every op of the run)\n",
+               hosts, (unsigned long long)sum[4]);
+    }
     if (ctx->a.zero_copy && sum[1] != 0) {
         printf("# WARNING: %llu ops on activated memory took the buffered path\n",
                (unsigned long long)sum[1]);

@@ -415,11 +415,6 @@ HcclResult zh_hier_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
                 zh_op_name(op->kind), c->rank);
         return HCCL_E_NOT_SUPPORT;
     }
-    if (op->kind == ZH_OP_ALLGATHERV || op->kind == ZH_OP_REDUCESCATTERV) {
-        ZC_WARN(ZC_SUB_COLL, "%s: rank %d: not supported on a communicator that spans hosts",
-                zh_op_name(op->kind), c->rank);
-        return HCCL_E_NOT_SUPPORT;
-    }
     zh_hjob_t *j = calloc(1, sizeof(*j));
     if (j == NULL || (op->v[0] != NULL &&
                       (j->arrays = malloc(4 * sizeof(uint64_t) * (size_t)c->nranks)) == NULL)) {
@@ -430,6 +425,9 @@ HcclResult zh_hier_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
     j->c = c;
     j->op = *op;
     for (int i = 0; i < 4 && j->arrays != NULL; i++) {
+        if (op->v[i] == NULL) {
+            continue;
+        }
         memcpy(j->arrays + (size_t)i * (size_t)c->nranks, op->v[i],
                sizeof(uint64_t) * (size_t)c->nranks);
         j->op.v[i] = j->arrays + (size_t)i * (size_t)c->nranks;

@@ -18,7 +18,8 @@
  * Reduce: local Reduce to each host's delegate (the root on its host, the
  * first rank elsewhere), delegates send their partials to the root, which
  * combines them in host order.
- * ReduceScatter: the AllReduce shape into scratch, then my block.
+ * ReduceScatter: a local ReduceScatterV for my own block, the raw blocks of
+ * the other hosts' ranks, combined in rank order.
  * Scatter, AlltoAll(V): remote blocks go straight to their rank; the
  * local part is a local AlltoAllV with the global displacements.
  * Barrier: local barrier, delegates exchange empty messages, local barrier.
@@ -231,15 +232,25 @@ static int zh_reducescatter(zh_hop_t *x)
     size_t bytes = op->count * x->sz;
     int n = c->nranks;
     int nrem = n - l->nranks;
+    uint64_t *sv = calloc(2 * (size_t)n, sizeof(uint64_t));
+    if (sv == NULL) {
+        return ZC_ERR_NOMEM;
+    }
+    for (int r = 0; r < n; r++) {
+        sv[r] = op->count;
+        sv[n + r] = (uint64_t)r * op->count;
+    }
+    const uint64_t *sc = op->kind == ZH_OP_REDUCESCATTERV ? op->v[0] : sv;
+    const uint64_t *sd = op->kind == ZH_OP_REDUCESCATTERV ? op->v[1] : sv + n;
     const char *send = op->send;
     char *copy = NULL;
-    if (zh_overlap(op->recv, bytes, send, bytes * (size_t)n) &&
-        op->recv != send + bytes * (size_t)c->rank) {
-        copy = malloc(bytes * (size_t)n + 1); /* sends must not read what the local step writes */
+    if (zh_overlap(op->recv, bytes, send, op->send_bytes) &&
+        op->recv != send + sd[c->rank] * x->sz) {
+        copy = malloc(op->send_bytes + 1); /* sends must not read what the local step writes */
         if (copy != NULL) {
-            memcpy(copy, send, bytes * (size_t)n);
-            send = copy;
+            memcpy(copy, send, op->send_bytes);
         }
+        send = copy;
     }
     char *tmp = zh_hier_scratch(x->h, bytes * (size_t)nrem + 1);
     uint64_t *v = calloc(2 * (size_t)l->nranks, sizeof(uint64_t));
@@ -250,14 +261,15 @@ static int zh_reducescatter(zh_hop_t *x)
         if (x->h->remote[r]) {
             src[1 + k] = tmp + bytes * (size_t)k;
             st = zh_post(x, &q, 0, r, 0, tmp + bytes * (size_t)k++, bytes);
-            st = st == ZC_OK ? zh_post(x, &q, 1, r, 0, (void *)(send + bytes * (size_t)r), bytes)
-                             : st;
+            st = st == ZC_OK
+                     ? zh_post(x, &q, 1, r, 0, (void *)(send + sd[r] * x->sz), sc[r] * x->sz)
+                     : st;
         }
     }
     if (st == ZC_OK && l->nranks > 1) {
         for (int i = 0; i < l->nranks; i++) {
-            v[i] = op->count;
-            v[l->nranks + i] = (uint64_t)zh_host_member(x->h, lv->group, i) * op->count;
+            v[i] = sc[zh_host_member(x->h, lv->group, i)];
+            v[l->nranks + i] = sd[zh_host_member(x->h, lv->group, i)];
         }
         zh_op_t rs = {ZH_OP_REDUCESCATTERV,
                       op->dtype,
@@ -271,7 +283,7 @@ static int zh_reducescatter(zh_hop_t *x)
                       {v, v + l->nranks, NULL, NULL}};
         st = zh_hier_local(x, &rs);
     } else if (st == ZC_OK) {
-        memmove(op->recv, (const char *)op->send + bytes * (size_t)c->rank, bytes);
+        memmove(op->recv, (const char *)op->send + sd[c->rank] * x->sz, bytes);
     }
     st = zh_reqs_finish(x, &q, st);
     if (st == ZC_OK) {
@@ -280,6 +292,7 @@ static int zh_reducescatter(zh_hop_t *x)
     }
     free(src);
     free(v);
+    free(sv);
     free(copy);
     return st;
 }
@@ -368,41 +381,69 @@ static int zh_reduce(zh_hop_t *x)
 
 /* ---- copies ------------------------------------------------------------------------------ */
 
+/* AllGather(V): my block goes to every rank of the other hosts, theirs land
+ * at their displacement; my host's blocks through a local AllGatherV. */
 static int zh_allgather(zh_hop_t *x)
 {
     zh_comm_t *l = x->h->local;
     zh_level_t *lv = ZH_LV(x);
-    size_t bytes = x->op->count * x->sz;
+    const zh_op_t *op = x->op;
+    int n = x->c->nranks;
+    int me = x->c->rank;
+    size_t sz = x->sz;
+    uint64_t *v = calloc(2 * (size_t)n, sizeof(uint64_t));
+    if (v == NULL) {
+        return ZC_ERR_NOMEM;
+    }
+    const uint64_t *rc = op->kind == ZH_OP_ALLGATHERV ? op->v[2] : v;
+    const uint64_t *rd = op->kind == ZH_OP_ALLGATHERV ? op->v[3] : v + n;
+    for (int r = 0; r < n; r++) {
+        v[r] = op->count;
+        v[n + r] = (uint64_t)r * op->count;
+    }
+    size_t bytes = op->count * sz;
+    const void *send = op->send;
+    char *copy = NULL;
+    if (zh_overlap(send, bytes, op->recv, op->recv_bytes) && send != zh_at(op->recv, rd[me], sz)) {
+        copy = malloc(bytes + 1); /* remote blocks may land on it before it is sent */
+        if (copy != NULL) {
+            memcpy(copy, send, bytes);
+        }
+        send = copy;
+    }
     zh_reqs_t q = {0};
-    int st = ZC_OK;
-    for (int r = 0; r < x->c->nranks && st == ZC_OK; r++) {
+    int st = send == NULL && bytes > 0 ? ZC_ERR_NOMEM : ZC_OK;
+    for (int r = 0; r < n && st == ZC_OK; r++) {
         if (x->h->remote[r]) {
-            st = zh_post(x, &q, 0, r, 0, zh_at(x->op->recv, (uint64_t)r, bytes), bytes);
-            st = st == ZC_OK ? zh_post(x, &q, 1, r, 0, (void *)(uintptr_t)x->op->send, bytes) : st;
+            st = zh_post(x, &q, 0, r, 0, zh_at(op->recv, rd[r], sz), rc[r] * sz);
+            st = st == ZC_OK ? zh_post(x, &q, 1, r, 0, (void *)(uintptr_t)send, bytes) : st;
         }
     }
-    if (st == ZC_OK && l->nranks > 1) {
-        uint64_t *v = calloc(2 * (size_t)l->nranks, sizeof(uint64_t));
-        st = v == NULL ? ZC_ERR_NOMEM : ZC_OK;
-        for (int i = 0; v != NULL && i < l->nranks; i++) {
-            v[i] = x->op->count;
-            v[l->nranks + i] = (uint64_t)zh_host_member(x->h, lv->group, i) * x->op->count;
+    int nl = l->nranks;
+    uint64_t *lv2 = st == ZC_OK && nl > 1 ? calloc(2 * (size_t)nl, sizeof(uint64_t)) : NULL;
+    st = st == ZC_OK && nl > 1 && lv2 == NULL ? ZC_ERR_NOMEM : st;
+    if (st == ZC_OK && nl > 1) {
+        for (int i = 0; i < nl; i++) {
+            lv2[i] = rc[zh_host_member(x->h, lv->group, i)];
+            lv2[nl + i] = rd[zh_host_member(x->h, lv->group, i)];
         }
         zh_op_t ag = {ZH_OP_ALLGATHERV,
-                      x->op->dtype,
+                      op->dtype,
                       0,
                       0,
-                      x->op->count,
-                      x->op->send,
-                      x->op->recv,
+                      op->count,
+                      op->send,
+                      op->recv,
                       bytes,
-                      bytes * (size_t)x->c->nranks,
-                      {NULL, NULL, v, v == NULL ? NULL : v + l->nranks}};
-        st = st == ZC_OK ? zh_hier_local(x, &ag) : st;
-        free(v);
-    } else if (st == ZC_OK && x->op->send != zh_at(x->op->recv, (uint64_t)x->c->rank, bytes)) {
-        memcpy(zh_at(x->op->recv, (uint64_t)x->c->rank, bytes), x->op->send, bytes);
+                      op->recv_bytes,
+                      {NULL, NULL, lv2, lv2 + nl}};
+        st = zh_hier_local(x, &ag);
+    } else if (st == ZC_OK && op->send != zh_at(op->recv, rd[me], sz)) {
+        memmove(zh_at(op->recv, rd[me], sz), op->send, bytes);
     }
+    free(lv2);
+    free(copy);
+    free(v);
     return zh_reqs_finish(x, &q, st);
 }
 
@@ -537,6 +578,7 @@ int zh_hier_run(zh_hop_t *x)
     case ZH_OP_REDUCE:
         return zh_reduce(x);
     case ZH_OP_ALLGATHER:
+    case ZH_OP_ALLGATHERV:
         return zh_allgather(x);
     case ZH_OP_SCATTER:
     case ZH_OP_ALLTOALL:

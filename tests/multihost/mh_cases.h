@@ -121,6 +121,21 @@ static void mh_copies(mh_t *m, int dtype, uint64_t count, int zc)
         0) {
         mh_check(m, "AllGather", d, dtype, 0, count * (uint64_t)n, zc, mh_want_ag, &ref);
     }
+    uint64_t vc[MH_MAXR];
+    uint64_t vd[MH_MAXR];
+    for (int q = 0; q < n; q++) {
+        vc[q] = count;
+        vd[q] = (uint64_t)(n - 1 - q) * count; /* blocks in reverse order */
+    }
+    if (mh_sync(m, HcclAllGatherV(s, count, d, vc, vd, dtype, m->env.comm, m->env.stream),
+                "AllGatherV") == 0) {
+        for (int q = 0; q < n; q++) {
+            mh_ref_t rq = ref;
+            rq.root = q;
+            mh_check(m, "AllGatherV", d + vd[q] * zt_dtype_size(dtype), dtype, 0, count, zc,
+                     mh_want_root, &rq);
+        }
+    }
     for (int root = 0; root < n; root++) {
         ref.root = root;
         mh_fill(d, me, count, dtype, HCCL_REDUCE_SUM, me == root ? ref.salt : ref.salt + 1);
