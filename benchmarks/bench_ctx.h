@@ -87,6 +87,7 @@ typedef struct bench_row {
     double ref_us;   /* best reference variant's time; 0 when none */
     int ref_variant; /* -1 when none */
     uint64_t ref_wrong;
+    uint64_t net_bytes; /* bytes sent between hosts per zccl op, all ranks (0 on one host) */
 } bench_row_t;
 
 /** One rank's run. */

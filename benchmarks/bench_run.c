@@ -248,9 +248,13 @@ static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
     double mt = 0.0;
     for (int rep = 0; rep < ctx->a.repeat; rep++) {
         long rss0 = bench_probe_rss_kb();
+        uint64_t net0 = zccl_comm_net_bytes(ctx->comm);
         double z = bench_zccl_batch(ctx, &ring, row->iters) / row->iters;
         if (rep == 0) {
             bench_measure_rss(ctx, rss0, bench_probe_rss_kb(), row->size, row->iters);
+            uint64_t net = zccl_comm_net_bytes(ctx->comm) - net0;
+            MPI_Allreduce(MPI_IN_PLACE, &net, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+            row->net_bytes = net / (uint64_t)row->iters;
         }
         t = rep == 0 || z < t ? z : t;
         if (ctx->a.mpi) {
@@ -415,11 +419,12 @@ static void bench_print_csv(bench_ctx_t *ctx, const bench_row_t *row)
         fprintf(ctx->csv, ",,,");
     }
     if (row->has_mpi) {
-        fprintf(ctx->csv, "%d,%.3f,%.4f,%.4f\n", row->mpi_iters, row->mpi_time_us, row->mpi_algbw,
+        fprintf(ctx->csv, "%d,%.3f,%.4f,%.4f,", row->mpi_iters, row->mpi_time_us, row->mpi_algbw,
                 row->mpi_busbw);
     } else {
-        fprintf(ctx->csv, ",,,\n");
+        fprintf(ctx->csv, ",,,,");
     }
+    fprintf(ctx->csv, "%llu\n", (unsigned long long)row->net_bytes);
     fflush(ctx->csv);
 }
 
@@ -504,7 +509,7 @@ static void bench_print_footer(bench_ctx_t *ctx)
            sum[3] == 0 ? "never created" : "created");
     if (hosts > 1) {
         printf("# Across hosts         : %d hosts, %llu bytes sent to other hosts (all ranks, "
-               "every op of the run)\n",
+               "every op of the run; per op: the CSV's net_bytes)\n",
                hosts, (unsigned long long)sum[4]);
     }
     if (ctx->a.zero_copy && sum[1] != 0) {
@@ -523,7 +528,7 @@ static void bench_open_csv(bench_ctx_t *ctx)
     }
     fprintf(ctx->csv, "tool,op,nranks,path,inplace,cache,mode,size,count,type,redop,root,iters,"
                       "time_us,algbw,busbw,wrong,ref_time_us,ref_pct,ref_variant,mpi_iters,"
-                      "mpi_time_us,mpi_algbw,mpi_busbw\n");
+                      "mpi_time_us,mpi_algbw,mpi_busbw,net_bytes\n");
 }
 
 void bench_run_sweep(bench_ctx_t *ctx)

@@ -6,11 +6,12 @@
 # between the two ranks of a host, as zccl uses its zero-copy path there);
 # all_reduce_perf and all_gather_perf on activated memory, results checked.
 #
-# Prints per size zccl's and MPI's time (us) and busbw (GB/s) and the busbw
-# ratio (from the tools' CSV; the tools' own %ref column is the shared-memory bound of one machine,
-# which a network between hosts cannot reach, so it is left out), and the
-# tools' "Paths" line (what the communicator's counters saw, the bytes that
-# crossed hosts among them where the library counts them). Writes
+# Prints per size zccl's and MPI's time (us) and busbw (GB/s), the busbw
+# ratio, the bytes zccl sent between hosts per op (all ranks) and their ratio
+# to the least any algorithm must send (from the tools' CSV; the tools' own
+# %ref column is the shared-memory bound of one machine, which a network
+# between hosts cannot reach, so it is left out), and the tools' "Paths"
+# line (the communicator's counters over the whole run). Writes
 # OUT/multihost_*.txt, .csv and .log, and OUT/multihost_targets.txt: MET or
 # MISSED for "zccl's AllReduce busbw above Open MPI's at every size from
 # 1 MiB up". Exits non-zero when a run fails (a wrong result included).
@@ -49,14 +50,19 @@ for tool in all_reduce_perf all_gather_perf; do
         --budget "$BUDGET" --repeat "$REPEAT" -c 1 -m 1 -z 1 --csv "$OUT/$name.csv" \
         >"$OUT/$name.log"
     {
-        grep -E '^# (Paths|Out of bounds|Avg bus)' "$OUT/$name.log"
-        awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-            NR == 2 { printf "%12s %12s %11s %12s %11s %9s\n", "size(B)", "zccl us",
-                      "zccl busbw", "MPI us", "MPI busbw", "zccl/MPI" }
-            { z = $col["busbw"]; m = $col["mpi_busbw"]
+        grep -E '^# (Paths|Across hosts|Out of bounds|Avg bus)' "$OUT/$name.log"
+        # The least that must cross per op between 2 hosts: AllReduce, each host needs
+        # the other's partial of every element (size bytes each way); AllGather, each
+        # host needs the other host's half of the output (size / 2 each way).
+        awk -F, -v must="$([ $tool = all_reduce_perf ] && echo 2 || echo 1)" '
+            NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+            NR == 2 { printf "%10s %10s %9s %10s %9s %8s %12s %8s\n", "size(B)", "zccl us",
+                      "busbw", "MPI us", "busbw", "zccl/MPI", "net B/op", "net/must" }
+            { z = $col["busbw"]; m = $col["mpi_busbw"]; nb = $col["net_bytes"]
               r = m > 0 ? sprintf("%.2f", z / m) : "-"
-              printf "%12d %12.1f %11.4f %12.1f %11.4f %9s\n", $col["size"], $col["time_us"], z,
-                     $col["mpi_time_us"], m, r }' "$OUT/$name.csv"
+              q = $col["size"] > 0 ? sprintf("%.2f", nb / (must * $col["size"])) : "-"
+              printf "%10d %10.1f %9.4f %10.1f %9.4f %8s %12d %8s\n", $col["size"],
+                     $col["time_us"], z, $col["mpi_time_us"], m, r, nb, q }' "$OUT/$name.csv"
     } | tee "$OUT/$name.txt"
 done
 
