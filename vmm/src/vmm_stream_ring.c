@@ -15,7 +15,10 @@
 
 /* The budget a spin starts with: small once workers outnumber cores, where a
  * spinner steals the core of the thread it waits for. */
-unsigned vmm_spin_budget(vmm_stream_t *s)
+/* A spin of b ns, cut short when this process has as many stream workers
+ * as the host has cores (a spinner would take the core of the thread it
+ * waits for). */
+static unsigned vmm_spin_cap(unsigned b)
 {
     static atomic_long vmm_ncpu;
     long ncpu = atomic_load_explicit(&vmm_ncpu, memory_order_relaxed);
@@ -23,11 +26,20 @@ unsigned vmm_spin_budget(vmm_stream_t *s)
         ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         atomic_store_explicit(&vmm_ncpu, ncpu, memory_order_relaxed);
     }
-    unsigned b = atomic_load_explicit(&s->spin, memory_order_relaxed);
     if (ncpu > 0 && atomic_load_explicit(&vmm_nworkers, memory_order_relaxed) >= ncpu) {
         b = ZC_MIN(b, VMM_SPIN_MIN_NS * 4);
     }
     return b;
+}
+
+unsigned vmm_spin_budget(vmm_stream_t *s)
+{
+    return vmm_spin_cap(atomic_load_explicit(&s->spin, memory_order_relaxed));
+}
+
+unsigned vmm_idle_budget(void)
+{
+    return vmm_spin_cap(VMM_IDLE_SPIN_NS);
 }
 
 /* Grow the budget after a spin that succeeded, shrink it after one that slept. */

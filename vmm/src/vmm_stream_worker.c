@@ -75,7 +75,7 @@ static int vmm_stream_drained(vmm_stream_t *s)
 static void vmm_stream_idle_wait(vmm_stream_t *s)
 {
     uint64_t pos;
-    uint64_t until = zc_time_ns() + ZC_MIN(vmm_spin_budget(s), VMM_IDLE_SPIN_NS);
+    uint64_t until = zc_time_ns() + vmm_idle_budget();
     for (unsigned i = 1;; i++) {
         if (vmm_slot_ready(s, &pos)) {
             return;
