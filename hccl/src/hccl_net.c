@@ -80,7 +80,8 @@ static void zh_ucp_load(void)
 
 typedef struct {
     ucp_ep_h ep;
-    int failed; /* set by the error handler: every request on it failed */
+    int failed;         /* set by the error handler: every request on it failed */
+    const int *closing; /* the net is being destroyed: peers closing is expected */
     char tl[32];
 } zh_net_peer_t;
 
@@ -92,6 +93,7 @@ struct zh_net {
     ucp_address_t *addr;
     size_t addr_len;
     zh_net_peer_t *peer; /* by rank; ep NULL for ranks on this host */
+    int closing;
 };
 
 static int zh_net_fail(const zh_net_t *n, const char *what, ucs_status_t s)
@@ -150,7 +152,10 @@ static void zh_net_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     zh_net_peer_t *p = arg;
     (void)ep;
-    if (!p->failed) {
+    if (!p->failed && *p->closing) {
+        ZC_INFO(ZC_SUB_COMM, "UCX endpoint (%s) closed by its peer: %s", p->tl,
+                zh_ucp.ucs_status_string(status));
+    } else if (!p->failed) {
         ZC_WARN(ZC_SUB_COMM, "UCX endpoint (%s) failed: %s", p->tl,
                 zh_ucp.ucs_status_string(status));
     }
@@ -197,6 +202,7 @@ int zh_net_connect(zh_net_t *n, const uint8_t *remote, const uint8_t *all, size_
         }
         if (remote[r]) {
             zh_net_peer_t *p = &n->peer[r];
+            p->closing = &n->closing;
             ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
                                                 UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                                                 UCP_EP_PARAM_FIELD_ERR_HANDLER,
@@ -221,6 +227,7 @@ void zh_net_destroy(zh_net_t *n, int broken)
     if (n == NULL) {
         return;
     }
+    n->closing = 1;
     for (int r = 0; n->worker != NULL && r < n->nranks; r++) {
         zh_net_peer_t *p = &n->peer[r];
         if (p->ep == NULL) {
