@@ -278,7 +278,7 @@ static int zh_reducescatter(zh_hop_t *x)
                       op->count,
                       op->send,
                       op->recv,
-                      bytes * (size_t)n,
+                      op->send_bytes,
                       bytes,
                       {v, v + l->nranks, NULL, NULL}};
         st = zh_hier_local(x, &rs);
@@ -572,6 +572,7 @@ int zh_hier_run(zh_hop_t *x)
     case ZH_OP_ALLREDUCE:
         return zh_allreduce(x, x->op->send, x->op->recv, x->op->count);
     case ZH_OP_REDUCESCATTER:
+    case ZH_OP_REDUCESCATTERV:
         return zh_reducescatter(x);
     case ZH_OP_BROADCAST:
         return zh_broadcast(x);
