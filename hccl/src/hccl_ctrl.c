@@ -340,12 +340,15 @@ static int zh_wait_one(zh_comm_t *c, int peer, size_t flag_offset, uint32_t targ
         }
         /* A peer that posted what I wait for and then left (exited or
          * destroyed its comm, having no duty left) is no failure: its exit
-         * is seen after its posts, so look at the flag once more. */
-        if (zh_peer_gone(c, peer) &&
-            zh_reached(atomic_load_explicit(&f->value, memory_order_acquire), target)) {
-            return ZC_OK;
-        }
+         * is seen after its posts, so look at the flag once more after
+         * seeing it gone, and only then fail. */
         int st = zh_wait_check(c, peer, start);
+        if (st == ZC_OK && zh_peer_gone(c, peer)) {
+            if (zh_reached(atomic_load_explicit(&f->value, memory_order_acquire), target)) {
+                return ZC_OK;
+            }
+            st = zh_peer_left(c, peer);
+        }
         if (st != ZC_OK) {
             ZC_WARN(ZC_SUB_COMM, "rank %d: gave up waiting for rank %d (flag %u, want %u)", c->rank,
                     peer, atomic_load_explicit(&f->value, memory_order_relaxed), target);
@@ -368,6 +371,23 @@ static int zh_peer_error_status(zh_comm_t *c, int who, int peer)
     return ZC_ERR_REMOTE;
 }
 
+int zh_peer_left(zh_comm_t *c, int peer)
+{
+    if (atomic_load_explicit(&c->peers[peer].ctrl->closed.value, memory_order_acquire) != 0) {
+        ZC_WARN(ZC_SUB_COMM,
+                "rank %d: peer rank %d destroyed its communicator while this rank "
+                "waits for it",
+                c->rank, peer);
+        return ZC_ERR_REMOTE;
+    }
+    if (zh_peer_dead(&c->peers[peer])) {
+        ZC_WARN(ZC_SUB_COMM, "rank %d: peer rank %d (pid %d) died", c->rank, peer,
+                (int)c->peers[peer].pid);
+        return ZC_ERR_REMOTE;
+    }
+    return ZC_OK;
+}
+
 int zh_wait_check(zh_comm_t *c, int peer, uint64_t start)
 {
     int who = -1;
@@ -376,19 +396,6 @@ int zh_wait_check(zh_comm_t *c, int peer, uint64_t start)
         ZC_WARN(ZC_SUB_COMM, "rank %d: peer rank %d failed (error %u)", c->rank, who,
                 atomic_load_explicit(&c->peers[who].ctrl->error.value, memory_order_relaxed));
         return st;
-    }
-    if (peer >= 0 && zh_peer_dead(&c->peers[peer])) {
-        ZC_WARN(ZC_SUB_COMM, "rank %d: peer rank %d (pid %d) died", c->rank, peer,
-                (int)c->peers[peer].pid);
-        return ZC_ERR_REMOTE;
-    }
-    if (peer >= 0 &&
-        atomic_load_explicit(&c->peers[peer].ctrl->closed.value, memory_order_acquire) != 0) {
-        ZC_WARN(ZC_SUB_COMM,
-                "rank %d: peer rank %d destroyed its communicator while this rank "
-                "waits for it",
-                c->rank, peer);
-        return ZC_ERR_REMOTE;
     }
     if (peer >= 0 && atomic_load_explicit(&c->waiting_seq, memory_order_relaxed) != 0) {
         int st = zh_mix_check(c, peer, start, 0, 0);

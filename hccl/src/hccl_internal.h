@@ -419,12 +419,17 @@ void zh_p2p_release(zh_comm_t *c);
 /* Run items on c now on this thread (the hierarchical tier's local items). */
 HcclResult zh_p2p_run_now(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n);
 
-/* hccl_ctrl.c: liveness/abort checks shared by the waits */
+/* hccl_ctrl.c: abort checks shared by the waits: error flags, the
+ * send/recv-against-collective picture, the exec timeout. A peer that left
+ * is not among them, see zh_peer_gone. */
 int zh_wait_check(zh_comm_t *c, int peer, uint64_t start);
 /* Has peer exited or destroyed its communicator? (no log) Whatever it wrote
- * before is visible once this says so: a waiter looks at its flags once
- * more before it fails, since a peer with no duty left may leave. */
+ * before is visible once this says so: a waiter that sees it gone looks at
+ * its flags once more, and only if they still lack the value fails with
+ * zh_peer_left (logs why, ZC_ERR_REMOTE), since a peer with no duty left
+ * may leave. */
 int zh_peer_gone(zh_comm_t *c, int peer);
+int zh_peer_left(zh_comm_t *c, int peer);
 /* After a grace period of waiting: is the wait for peer a certain deadlock
  * between a point-to-point op and a collective? (logs, breaks the comm with
  * HCCL_E_PARA and returns ZC_ERR_INVAL if so) */

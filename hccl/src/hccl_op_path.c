@@ -59,7 +59,8 @@ static int zh_op_direct(zh_comm_t *c, const zh_op_t *op, const zh_desc_t *const 
          * runs: a fetch that fails means it died (its broker goes before its
          * pidfd says so) or is broken. */
         if (result == ZC_ERR_NOT_FOUND || result == ZC_ERR_IO || result == ZC_ERR_CONNECT ||
-            (result != ZC_OK && zh_wait_check(c, q, zc_time_ns()) == ZC_ERR_REMOTE)) {
+            (result != ZC_OK &&
+             (zh_peer_gone(c, q) || zh_wait_check(c, q, zc_time_ns()) == ZC_ERR_REMOTE))) {
             result = ZC_ERR_REMOTE;
         }
     }

@@ -387,10 +387,15 @@ static int zh_p2p_run(zh_comm_t *c, zh_batch_t *b)
             zc_cpu_relax();
         } else if (idle < c->spin_iters + 256) {
             sched_yield();
-        } else if (!last_look && waiting != NULL && zh_peer_gone(c, (int)waiting->it.remoteRank)) {
-            last_look = 1; /* what it posted before it left is visible now: sweep again */
         } else {
             int st = zh_p2p_stalled(c, waiting, start);
+            if (st == ZC_OK && waiting != NULL && zh_peer_gone(c, (int)waiting->it.remoteRank)) {
+                if (!last_look) {
+                    last_look = 1; /* what it posted before it left is visible: sweep again */
+                    continue;
+                }
+                st = zh_peer_left(c, (int)waiting->it.remoteRank);
+            }
             if (st != ZC_OK) {
                 return st;
             }
