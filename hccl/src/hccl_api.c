@@ -1,8 +1,7 @@
 /*
- * Every exported HCCL symbol, and the one place where internal status codes
- * become HcclResult values. Local arguments are checked here, on the
- * caller's thread, with a log line naming the argument and its value; what
- * needs the peers (agreement between ranks) is checked by the op path.
+ * The exported HCCL symbols of communicators, memory and errors. Local arguments are checked here,
+ * on the caller's thread, with a log line naming the argument and its value; what needs the peers
+ * (agreement between ranks) is checked by the op path.
  *
  * Lifetimes: HcclCommDeactivateCommMemory, HcclCommUnsetMemoryRange and
  * HcclCommDestroy are ordered after the comm's queued ops (they wait for them,
@@ -10,50 +9,12 @@
  * after it was issued.
  */
 #include "hccl_internal.h"
+#include "hccl_capture.h"
 
 #include <string.h>
 
 #include "hccl_test_api.h"
 #include "zc/log.h"
-
-HcclResult zh_result(int st)
-{
-    switch (st) {
-    case ZC_OK:
-        return HCCL_SUCCESS;
-    case ZC_ERR_INVAL:
-    case ZC_ERR_HANDLE:
-    case ZC_ERR_UNALIGNED:
-    case ZC_ERR_DEVICE:
-    case ZC_ERR_PERM:
-        return HCCL_E_PARA;
-    case ZC_ERR_PTR:
-        return HCCL_E_PTR;
-    case ZC_ERR_NOMEM:
-        return HCCL_E_MEMORY;
-    case ZC_ERR_SYS:
-        return HCCL_E_SYSCALL;
-    case ZC_ERR_TIMEOUT:
-        return HCCL_E_TIMEOUT;
-    case ZC_ERR_REMOTE:
-        return HCCL_E_REMOTE;
-    case ZC_ERR_NOT_SUPPORT:
-        return HCCL_E_NOT_SUPPORT;
-    case ZC_ERR_NOT_FOUND:
-        return HCCL_E_NOT_FOUND;
-    case ZC_ERR_UNAVAIL:
-    case ZC_ERR_OVERLIMIT:
-        return HCCL_E_UNAVAIL;
-    case ZC_ERR_AGAIN:
-        return HCCL_E_AGAIN;
-    case ZC_ERR_IO:
-        return HCCL_E_TCP_TRANSFER;
-    case ZC_ERR_CONNECT:
-        return HCCL_E_TCP_CONNECT;
-    default:
-        return HCCL_E_INTERNAL;
-    }
-}
 
 #define ZH_PTR_OR_RETURN(ptr)                                                                      \
     do {                                                                                           \
@@ -217,7 +178,7 @@ ZC_EXPORT HcclResult HcclBarrier(HcclComm comm, aclrtStream stream)
 {
     ZH_COMM_OR_RETURN(c, comm);
     zh_op_t op = {.kind = ZH_OP_BARRIER, .dtype = HCCL_DATA_TYPE_INT8};
-    return zh_op_submit(c, &op, stream);
+    return zh_submit_op(c, &op, stream);
 }
 
 /* ---- zero-copy memory ------------------------------------------------------- */

@@ -74,7 +74,7 @@ typedef struct {
     uint64_t host_id;
     uint8_t uuid[16];
 } zh_rootrec_t;
-_Static_assert(offsetof(zh_rootrec_t, uuid) == 24, "the comm name reads the id at 64 + 24");
+_Static_assert(ZH_RI_OFFSET + sizeof(zh_rootrec_t) <= HCCL_ROOT_INFO_BYTES, "the record fits");
 
 typedef struct {
     uint32_t magic;
@@ -236,10 +236,5 @@ int zh_tcp_peer_uid(int fd, uint32_t *uid);
 /** Is sa an address of this host (network namespace)? Loopback counts. */
 struct sockaddr_in;
 int zh_addr_is_local(const struct sockaddr_in *sa);
-
-/* ---- the root listener (hccl_boot_root.c) ------------------------------------------- */
-
-/** Serve the session on the listening socket lfd in a detached thread (owns lfd). */
-int zh_boot_root_serve(int lfd, const uint8_t uuid[16], uint64_t deadline_ns);
 
 #endif /* HCCL_BOOT_H */

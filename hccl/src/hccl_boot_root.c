@@ -1,6 +1,10 @@
 /*
- * The root listener: one thread per HcclGetRootInfo, serving one session
- * (wire protocol in hccl_boot.h).
+ * HcclGetRootInfo and the root listener: one thread per HcclGetRootInfo,
+ * serving one session (wire protocol in hccl_boot.h).
+ *
+ * HcclGetRootInfo opens a TCP listener (on HCCL_IF_IP, else the address of
+ * HCCL_SOCKET_IFNAME, else of the first non-loopback interface that is up,
+ * else loopback), starts its thread and writes the root info.
  *
  * The thread polls the listening socket, every connection whose hello is not
  * in yet and every joined rank, all at once, so no client can hold up
@@ -22,16 +26,21 @@
  */
 #include "hccl_boot.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "zc/config.h"
 #include "zc/log.h"
 #include "zc/sync.h"
 
@@ -456,7 +465,7 @@ static void *zh_srv_main(void *arg)
     return NULL;
 }
 
-int zh_boot_root_serve(int lfd, const uint8_t uuid[16], uint64_t deadline_ns)
+static int zh_boot_root_serve(int lfd, const uint8_t uuid[16], uint64_t deadline_ns)
 {
     zh_server_t *s = calloc(1, sizeof(*s));
     if (s == NULL) {
@@ -481,5 +490,90 @@ int zh_boot_root_serve(int lfd, const uint8_t uuid[16], uint64_t deadline_ns)
         free(s);
         return ZC_ERR_SYS;
     }
+    return ZC_OK;
+}
+
+/* ---- HcclGetRootInfo ---------------------------------------------------------------- */
+
+/* The address the root binds and advertises: HCCL_IF_IP, else the IPv4
+ * address of HCCL_SOCKET_IFNAME, else of the first non-loopback interface
+ * that is up (so ranks on other hosts can reach it), else loopback. */
+static int zh_boot_pick_ip(const zc_config_t *cfg, char *ip, size_t n)
+{
+    if (cfg->if_ip[0] != '\0') {
+        if (strlen(cfg->if_ip) >= n) {
+            ZC_WARN(ZC_SUB_BOOT, "HCCL_IF_IP=\"%s\" is too long", cfg->if_ip);
+            return ZC_ERR_INVAL;
+        }
+        memcpy(ip, cfg->if_ip, strlen(cfg->if_ip) + 1);
+        return ZC_OK;
+    }
+    snprintf(ip, n, "127.0.0.1");
+    struct ifaddrs *ifs = NULL;
+    if (getifaddrs(&ifs) != 0) {
+        return ZC_OK;
+    }
+    const char *want = cfg->socket_ifname[0] != '\0' ? cfg->socket_ifname : NULL;
+    int found = 0;
+    for (struct ifaddrs *i = ifs; i != NULL && !found; i = i->ifa_next) {
+        if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+            (i->ifa_flags & IFF_UP) == 0 ||
+            (want != NULL ? strcmp(i->ifa_name, want) != 0 : (i->ifa_flags & IFF_LOOPBACK) != 0)) {
+            continue;
+        }
+        inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, ip,
+                  (socklen_t)n);
+        found = 1;
+    }
+    freeifaddrs(ifs);
+    if (want != NULL && !found) {
+        ZC_WARN(ZC_SUB_BOOT, "HCCL_SOCKET_IFNAME=\"%s\": no such interface with an IPv4 address up",
+                want);
+        return ZC_ERR_INVAL;
+    }
+    return ZC_OK;
+}
+
+int zh_boot_root_create(HcclRootInfo *info)
+{
+    const zc_config_t *cfg = zc_config();
+    char ipbuf[ZH_RI_OFFSET + 1];
+    ZC_CHECK(zh_boot_pick_ip(cfg, ipbuf, sizeof(ipbuf)));
+    const char *ip = ipbuf;
+    if (strlen(ip) >= ZH_RI_OFFSET) {
+        ZC_WARN(ZC_SUB_BOOT, "HCCL_IF_IP=\"%s\" is too long", ip);
+        return ZC_ERR_INVAL;
+    }
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
+        ZC_WARN(ZC_SUB_BOOT, "HCCL_IF_IP=\"%s\" is not an IPv4 address", ip);
+        return ZC_ERR_INVAL;
+    }
+    zh_rootrec_t rec = {ZH_RI_MAGIC, 0, 0, (int32_t)getpid(), 0, zc_host_id(), {0}};
+    if (zc_random_bytes(rec.uuid, sizeof(rec.uuid)) != 0) {
+        ZC_WARN(ZC_SUB_BOOT, "root: getrandom failed: %s", strerror(errno));
+        return ZC_ERR_SYS;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        ZC_WARN(ZC_SUB_BOOT, "root: socket() failed: %s", strerror(errno));
+        return ZC_ERR_SYS;
+    }
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 128) != 0) {
+        ZC_WARN(ZC_SUB_BOOT, "root: bind/listen on %s failed: %s", ip, strerror(errno));
+        close(fd);
+        return ZC_ERR_CONNECT;
+    }
+    socklen_t len = sizeof(sa);
+    getsockname(fd, (struct sockaddr *)&sa, &len);
+    rec.port = ntohs(sa.sin_port);
+    uint64_t deadline = zc_time_ns() + cfg->connect_timeout_s * 1000000000ull;
+    ZC_CHECK(zh_boot_root_serve(fd, rec.uuid, deadline));
+    memset(info, 0, sizeof(*info));
+    memcpy(info->internal, ip, strlen(ip) + 1);
+    memcpy(info->internal + ZH_RI_OFFSET, &rec, sizeof(rec));
+    ZC_INFO(ZC_SUB_BOOT, "root listener on %s:%u", ip, (unsigned)rec.port);
     return ZC_OK;
 }

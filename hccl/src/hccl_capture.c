@@ -1,7 +1,7 @@
 /*
  * HCCL ops captured into aclmdlRI models (hccl_capture.h).
  *
- * A template keeps what zh_op_submit / zh_p2p_submit need to issue the op
+ * A template keeps what zh_submit_op / zh_submit_p2p need to issue the op
  * again: the communicator handle with its name and rank (a handle alone could
  * name a newer communicator at a recycled address), the op with private
  * copies of its count arrays, or the send/recv items. Replaying looks the
@@ -22,8 +22,8 @@ typedef struct {
     int rank;
     char name[ZH_NAME_MAX];
     zh_op_t op;
-    uint32_t nitems;             /* p2p: items follow; collective: 0 */
-    uint64_t v[4][ZH_MAX_RANKS]; /* copies of op.v */
+    uint32_t nitems;                       /* p2p: items follow; collective: 0 */
+    uint64_t v[ZH_V_ARRAYS][ZH_MAX_RANKS]; /* copies of op.v */
     HcclSendRecvItem items[];
 } zh_capture_t;
 
@@ -76,9 +76,9 @@ static aclError zh_capture_replay(void *arg, aclrtStream target)
         return ACL_ERROR_INVALID_PARAM;
     }
     if (t->nitems > 0 || t->op.kind == 0) {
-        return zh_capture_acl(zh_p2p_submit(c, t->items, t->nitems, target));
+        return zh_capture_acl(zh_submit_p2p(c, t->items, t->nitems, target));
     }
-    return zh_capture_acl(zh_op_submit(c, &t->op, target));
+    return zh_capture_acl(zh_submit_op(c, &t->op, target));
 }
 
 static HcclResult zh_capture_keep(zh_comm_t *c, zh_capture_t *t, aclrtStream stream)
@@ -93,14 +93,14 @@ static HcclResult zh_capture_keep(zh_comm_t *c, zh_capture_t *t, aclrtStream str
     return HCCL_SUCCESS;
 }
 
-HcclResult zh_capture_op(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
+static HcclResult zh_capture_op(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
 {
     zh_capture_t *t = zh_capture_new(c, 0);
     if (t == NULL) {
         return HCCL_E_MEMORY;
     }
     t->op = *op;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < ZH_V_ARRAYS; i++) {
         if (op->v[i] != NULL) {
             memcpy(t->v[i], op->v[i], sizeof(uint64_t) * (size_t)c->nranks);
             t->op.v[i] = t->v[i];
@@ -109,8 +109,8 @@ HcclResult zh_capture_op(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
     return zh_capture_keep(c, t, stream);
 }
 
-HcclResult zh_capture_p2p(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
-                          aclrtStream stream)
+static HcclResult zh_capture_p2p(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
+                                 aclrtStream stream)
 {
     zh_capture_t *t = zh_capture_new(c, n);
     if (t == NULL) {
@@ -118,4 +118,28 @@ HcclResult zh_capture_p2p(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t 
     }
     memcpy(t->items, items, (size_t)n * sizeof(*items));
     return zh_capture_keep(c, t, stream);
+}
+
+HcclResult zh_submit_op(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
+{
+    if (c->hier != NULL) {
+        return zh_hier_submit(c, op, stream); /* the comm spans hosts */
+    }
+    if (zccl_stream_capturing(stream)) {
+        return zh_capture_op(c, op, stream); /* recorded for aclmdlRI replays, not run */
+    }
+    return zh_op_submit(c, op, stream);
+}
+
+HcclResult zh_submit_p2p(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
+                         aclrtStream stream)
+{
+    ZH_CHECK_RESULT(zh_p2p_check(c, items, n));
+    if (c->hier != NULL) {
+        return zh_hier_p2p_submit(c, items, n, stream); /* the comm spans hosts */
+    }
+    if (zccl_stream_capturing(stream)) {
+        return zh_capture_p2p(c, items, n, stream); /* recorded for aclmdlRI replays, not run */
+    }
+    return zh_p2p_start(c, items, n, stream);
 }

@@ -9,17 +9,24 @@
  * no reference that keeps its communicator alive (the comm is looked up at
  * each replay; a destroyed one fails the replay with a clear error), so
  * HcclCommDestroy never waits for a model.
+ *
+ * So this file sits above the op path, the send/recv path and the tier
+ * across hosts: every HCCL call that issues work comes through zh_submit_op /
+ * zh_submit_p2p, which hand a comm that spans hosts to that tier, keep the
+ * call when the stream captures and issue it otherwise.
  */
 #ifndef HCCL_CAPTURE_H
 #define HCCL_CAPTURE_H
 
 #include "hccl_internal.h"
 
-/** Keep collective op for replays of the model capturing on stream. */
-HcclResult zh_capture_op(zh_comm_t *c, const zh_op_t *op, aclrtStream stream);
+/** Issue collective op on stream (zh_op_submit), or keep it for replays when
+ *  stream is capturing. */
+HcclResult zh_submit_op(zh_comm_t *c, const zh_op_t *op, aclrtStream stream);
 
-/** Keep a send/recv batch of n items for replays of the model capturing on stream. */
-HcclResult zh_capture_p2p(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
-                          aclrtStream stream);
+/** Check a send/recv batch of n items and issue it on stream (zh_p2p_start),
+ *  or keep it for replays when stream is capturing. */
+HcclResult zh_submit_p2p(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
+                         aclrtStream stream);
 
 #endif /* HCCL_CAPTURE_H */

@@ -8,6 +8,7 @@
  * on the peers.
  */
 #include "hccl_internal.h"
+#include "hccl_capture.h"
 
 #include <string.h>
 
@@ -161,7 +162,7 @@ static HcclResult zh_coll_submit(zh_comm_t *c, const char *fn, const zh_shape_t 
                  sb,
                  rb,
                  {0}};
-    return zh_op_submit(c, &o, stream);
+    return zh_submit_op(c, &o, stream);
 }
 
 ZC_EXPORT HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count,
@@ -234,9 +235,15 @@ ZC_EXPORT HcclResult HcclAllGatherV(void *sendBuf, uint64_t sendCount, void *rec
     ZH_CHECK_RESULT(zh_check_own(__func__, c, "sendCount", sendCount, "recvCounts", rc));
     ZH_CHECK_RESULT(zh_check_buf(__func__, "sendBuf", sendBuf, sb));
     ZH_CHECK_RESULT(zh_check_buf(__func__, "recvBuf", recvBuf, rb));
-    zh_op_t o = {ZH_OP_ALLGATHERV, dataType, 0,  0,  sendCount,
-                 sendBuf,          recvBuf,  sb, rb, {NULL, NULL, rc, rd}};
-    return zh_op_submit(c, &o, stream);
+    zh_op_t o = {.kind = ZH_OP_ALLGATHERV,
+                 .dtype = dataType,
+                 .count = sendCount,
+                 .send = sendBuf,
+                 .recv = recvBuf,
+                 .send_bytes = sb,
+                 .recv_bytes = rb,
+                 .v = {[ZH_V_RECV_COUNTS] = rc, [ZH_V_RECV_DISPLS] = rd}};
+    return zh_submit_op(c, &o, stream);
 }
 
 ZC_EXPORT HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts,
@@ -257,9 +264,16 @@ ZC_EXPORT HcclResult HcclReduceScatterV(void *sendBuf, const void *sendCounts,
     ZH_CHECK_RESULT(zh_check_own(__func__, c, "recvCount", recvCount, "sendCounts", sc));
     ZH_CHECK_RESULT(zh_check_buf(__func__, "sendBuf", sendBuf, sb));
     ZH_CHECK_RESULT(zh_check_buf(__func__, "recvBuf", recvBuf, rb));
-    zh_op_t o = {ZH_OP_REDUCESCATTERV, dataType, op, 0, recvCount, sendBuf, recvBuf, sb, rb,
-                 {sc, sd, NULL, NULL}};
-    return zh_op_submit(c, &o, stream);
+    zh_op_t o = {.kind = ZH_OP_REDUCESCATTERV,
+                 .dtype = dataType,
+                 .redop = op,
+                 .count = recvCount,
+                 .send = sendBuf,
+                 .recv = recvBuf,
+                 .send_bytes = sb,
+                 .recv_bytes = rb,
+                 .v = {[ZH_V_SEND_COUNTS] = sc, [ZH_V_SEND_DISPLS] = sd}};
+    return zh_submit_op(c, &o, stream);
 }
 
 ZC_EXPORT HcclResult HcclAlltoAll(const void *sendBuf, uint64_t sendCount, HcclDataType sendType,
@@ -293,7 +307,7 @@ ZC_EXPORT HcclResult HcclAlltoAll(const void *sendBuf, uint64_t sendCount, HcclD
                  sb,
                  rb,
                  {0}};
-    return zh_op_submit(c, &o, stream);
+    return zh_submit_op(c, &o, stream);
 }
 
 static HcclResult zh_alltoallv(zh_comm_t *c, const char *fn, const void *sendBuf,
@@ -316,9 +330,17 @@ static HcclResult zh_alltoallv(zh_comm_t *c, const char *fn, const void *sendBuf
     ZH_CHECK_RESULT(zh_extent(fn, "recv", c, rc, rd, sz, &rb));
     ZH_CHECK_RESULT(zh_check_buf(fn, "sendBuf", sendBuf, sb));
     ZH_CHECK_RESULT(zh_check_buf(fn, "recvBuf", recvBuf, rb));
-    zh_op_t o = {ZH_OP_ALLTOALLV, sendType, 0, 0, 0, sendBuf, (void *)(uintptr_t)recvBuf, sb, rb,
-                 {sc, sd, rc, rd}};
-    return zh_op_submit(c, &o, stream);
+    zh_op_t o = {.kind = ZH_OP_ALLTOALLV,
+                 .dtype = sendType,
+                 .send = sendBuf,
+                 .recv = (void *)(uintptr_t)recvBuf,
+                 .send_bytes = sb,
+                 .recv_bytes = rb,
+                 .v = {[ZH_V_SEND_COUNTS] = sc,
+                       [ZH_V_SEND_DISPLS] = sd,
+                       [ZH_V_RECV_COUNTS] = rc,
+                       [ZH_V_RECV_DISPLS] = rd}};
+    return zh_submit_op(c, &o, stream);
 }
 
 ZC_EXPORT HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts, const void *sdispls,

@@ -127,8 +127,6 @@ int zh_ctrl_create(zh_comm_t *c)
     zh_ctrl_t *ctrl = p;
     ctrl->version = ZH_CTRL_VERSION;
     ctrl->rank = (uint32_t)c->rank;
-    ctrl->pid = (int32_t)getpid();
-    ctrl->nranks = (uint32_t)c->nranks;
     /* Peers allowed are unknown before bootstrap; the token is 42 random bits
      * and the broker still checks the uid, so pid validation is off. */
     int st = zccl_broker_offer(fd, sz, 0, &c->ctrl_token);
@@ -245,11 +243,6 @@ void zh_flag_post(zh_flag_t *f, uint32_t value)
     }
 }
 
-static int zh_reached(uint32_t v, uint32_t target)
-{
-    return (int32_t)(v - target) >= 0;
-}
-
 static int zh_peer_dead(const zh_peer_t *p)
 {
     if (p->pidfd < 0) {
@@ -266,13 +259,14 @@ int zh_peer_gone(zh_comm_t *c, int peer)
            zh_peer_dead(&c->peers[peer]);
 }
 
-void zh_comm_fail(zh_comm_t *c, HcclResult r)
+void zh_comm_fail(zh_comm_t *c, int st)
 {
+    HcclResult r = zh_result(st);
     int expect = HCCL_SUCCESS;
     atomic_compare_exchange_strong(&c->async_error, &expect, (int)r);
     if (c->ctrl == NULL) {
         if (zh_comm_inner(c) != c) {
-            zh_comm_fail(zh_comm_inner(c), r); /* spans hosts: my host's ranks fail at once */
+            zh_comm_fail(zh_comm_inner(c), st); /* spans hosts: my host's ranks fail at once */
         }
         return;
     }
@@ -460,7 +454,7 @@ int zh_mix_check(zh_comm_t *c, int peer, uint64_t start, int send, uint32_t p2p_
                 "op %u instead (ops must match in issue order); failing",
                 c->rank, send ? "Send" : "Recv", p2p_seq, peer, peer, p_coll);
     }
-    zh_comm_fail(c, HCCL_E_PARA);
+    zh_comm_fail(c, ZC_ERR_INVAL);
     return ZC_ERR_INVAL;
 }
 
@@ -573,7 +567,7 @@ int zh_ctrl_barrier(zh_comm_t *c)
     }
     int st = zh_wait_peers(c, offsetof(zh_ctrl_t, ctrl), c->ctrl_count);
     if (st == ZC_ERR_REMOTE || st == ZC_ERR_TIMEOUT) {
-        zh_comm_fail(c, zh_result(st)); /* the comm is broken, as after a failed op */
+        zh_comm_fail(c, st); /* the comm is broken, as after a failed op */
     }
     return st;
 }

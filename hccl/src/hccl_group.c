@@ -9,6 +9,7 @@
  * deadlock. Collectives called inside a group are issued at once, in order.
  */
 #include "hccl_internal.h"
+#include "hccl_capture.h"
 
 #include <stdlib.h>
 
@@ -84,7 +85,7 @@ static HcclResult zh_p2p_one(HcclComm comm, HcclSendRecvType type, void *buf, ui
         }
         return zh_group_add(c, comm, stream, &it);
     }
-    return zh_p2p_submit(c, &it, 1, stream);
+    return zh_submit_p2p(c, &it, 1, stream);
 }
 
 ZC_EXPORT HcclResult HcclSend(void *sendBuf, uint64_t count, HcclDataType dataType,
@@ -110,7 +111,7 @@ ZC_EXPORT HcclResult HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo, uint32_t 
     if (itemNum == 0) {
         return HCCL_SUCCESS;
     }
-    return zh_p2p_submit(c, sendRecvInfo, itemNum, stream);
+    return zh_submit_p2p(c, sendRecvInfo, itemNum, stream);
 }
 
 ZC_EXPORT HcclResult HcclGroupStart(void)
@@ -137,7 +138,7 @@ ZC_EXPORT HcclResult HcclGroupEnd(void)
             r = HCCL_E_PARA;
             continue;
         }
-        HcclResult e = zh_p2p_submit(b->comm, b->items, b->n, b->stream);
+        HcclResult e = zh_submit_p2p(b->comm, b->items, b->n, b->stream);
         if (e != HCCL_SUCCESS && r == HCCL_SUCCESS) {
             r = e;
         }

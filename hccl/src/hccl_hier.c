@@ -83,7 +83,6 @@ static int zh_hier_local_make(zh_comm_t *c, zh_hier_t *h, const zh_boot_entry_t 
         free(lt);
         return ZC_ERR_NOMEM;
     }
-    l->magic = ZH_COMM_MAGIC;
     l->rank = lv->index_of[c->rank];
     l->nranks = nl;
     l->device = c->device;
@@ -181,7 +180,7 @@ void zh_hier_destroy(zh_comm_t *c)
     int broken = atomic_load_explicit(&c->async_error, memory_order_acquire) != HCCL_SUCCESS;
     zh_net_destroy(h->net, broken);
     if (h->local != NULL) {
-        zh_comm_free(h->local);
+        zh_comm_release(h->local);
     }
     for (int i = 0; i < h->nlevels; i++) {
         zh_level_free(&h->level[i]);
@@ -203,56 +202,6 @@ uint64_t zh_hier_net_bytes(zh_comm_t *c)
 int zh_hier_hosts(zh_comm_t *c)
 {
     return c->hier->level[ZH_LEVEL_HOST].ngroups;
-}
-
-zh_comm_t *zh_comm_inner(zh_comm_t *c)
-{
-    return c->hier != NULL ? c->hier->local : c;
-}
-
-/* ---- helpers the algorithms share ------------------------------------------------------ */
-
-void *zh_hier_scratch(zh_hier_t *h, size_t bytes)
-{
-    if (bytes > h->scratch_bytes) {
-        free(h->scratch);
-        h->scratch = malloc(bytes);
-        h->scratch_bytes = h->scratch != NULL ? bytes : 0;
-    }
-    return h->scratch;
-}
-
-/* The comm broke meanwhile, or a rank of my host failed (its error flag). */
-static int zh_hier_aborted(void *arg)
-{
-    zh_comm_t *c = arg;
-    zh_comm_t *l = c->hier->local;
-    if (atomic_load_explicit(&c->async_error, memory_order_acquire) != HCCL_SUCCESS) {
-        return 1;
-    }
-    for (int r = 0; r < l->nranks; r++) {
-        zh_ctrl_t *p = l->peers[r].ctrl;
-        if (r != l->rank && (atomic_load_explicit(&p->error.value, memory_order_relaxed) != 0 ||
-                             atomic_load_explicit(&p->closed.value, memory_order_relaxed) != 0)) {
-            ZC_WARN(ZC_SUB_COLL, "rank %d: local rank %d failed or left", c->rank, r);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-int zh_hier_wait(zh_hop_t *x, zh_net_req_t *r, int n)
-{
-    return zh_net_wait(x->h->net, r, n, x->c->exec_timeout_ns, zh_hier_aborted, x->c);
-}
-
-int zh_hier_local(zh_hop_t *x, const zh_op_t *op)
-{
-    HcclResult r = zh_op_run_now(x->h->local, op);
-    if (r == HCCL_SUCCESS) {
-        return ZC_OK;
-    }
-    return r == HCCL_E_PARA ? ZC_ERR_INVAL : r == HCCL_E_TIMEOUT ? ZC_ERR_TIMEOUT : ZC_ERR_REMOTE;
 }
 
 /* ---- ops as stream tasks --------------------------------------------------------------- */
@@ -324,11 +273,12 @@ static void zh_hier_count(zh_comm_t *c, const zh_op_t *op, const zh_hier_snap_t 
                               memory_order_relaxed);
 }
 
-static void zh_hier_broke(zh_comm_t *c, HcclResult r)
+/* Break c with result r; its local comm breaks with the internal status st. */
+static void zh_hier_broke(zh_comm_t *c, HcclResult r, int st)
 {
     int expect = HCCL_SUCCESS;
     atomic_compare_exchange_strong(&c->async_error, &expect, (int)r);
-    zh_comm_fail(c->hier->local, r); /* my host's ranks fail at once */
+    zh_comm_fail(c->hier->local, st); /* my host's ranks fail at once */
 }
 
 static int zh_hier_task(void *arg)
@@ -357,7 +307,7 @@ static int zh_hier_task(void *arg)
         err = atomic_load_explicit(&c->async_error, memory_order_acquire);
         r = err != HCCL_SUCCESS ? (HcclResult)err : zh_result(st);
         if (st != ZC_OK && err == HCCL_SUCCESS) {
-            zh_hier_broke(c, r);
+            zh_hier_broke(c, r, st);
         }
     }
     if (j->items == NULL) {
@@ -376,7 +326,7 @@ static void zh_hier_job_free(void *arg)
                 "rank %d: an op was dropped by its stream; the communicator is "
                 "now unusable",
                 c->rank);
-        zh_hier_broke(c, HCCL_E_INTERNAL);
+        zh_hier_broke(c, HCCL_E_INTERNAL, ZC_ERR_INTERNAL);
         if (j->items == NULL) {
             atomic_store_explicit(&c->hier->done, j->seq, memory_order_release);
         }
@@ -397,7 +347,8 @@ static HcclResult zh_hier_enqueue(zh_comm_t *c, zh_hjob_t *j, aclrtStream stream
                 (int)e);
         j->ran = 1; /* never queued: nothing was dropped */
         if (j->items == NULL) {
-            zh_hier_broke(c, HCCL_E_RUNTIME); /* its number is taken: peers would mismatch */
+            /* its number is taken: peers would mismatch */
+            zh_hier_broke(c, HCCL_E_RUNTIME, ZC_ERR_INTERNAL);
             atomic_store_explicit(&c->hier->done, j->seq, memory_order_release);
         }
         zh_hier_job_free(j);
@@ -416,15 +367,16 @@ HcclResult zh_hier_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
         return HCCL_E_NOT_SUPPORT;
     }
     zh_hjob_t *j = calloc(1, sizeof(*j));
-    if (j == NULL || (op->v[0] != NULL &&
-                      (j->arrays = malloc(4 * sizeof(uint64_t) * (size_t)c->nranks)) == NULL)) {
+    if (j == NULL ||
+        (op->v[ZH_V_SEND_COUNTS] != NULL &&
+         (j->arrays = malloc(ZH_V_ARRAYS * sizeof(uint64_t) * (size_t)c->nranks)) == NULL)) {
         free(j);
         ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory queueing an op", c->rank);
         return HCCL_E_MEMORY;
     }
     j->c = c;
     j->op = *op;
-    for (int i = 0; i < 4 && j->arrays != NULL; i++) {
+    for (int i = 0; i < ZH_V_ARRAYS && j->arrays != NULL; i++) {
         if (op->v[i] == NULL) {
             continue;
         }

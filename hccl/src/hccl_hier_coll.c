@@ -240,8 +240,8 @@ static int zh_reducescatter(zh_hop_t *x)
         sv[r] = op->count;
         sv[n + r] = (uint64_t)r * op->count;
     }
-    const uint64_t *sc = op->kind == ZH_OP_REDUCESCATTERV ? op->v[0] : sv;
-    const uint64_t *sd = op->kind == ZH_OP_REDUCESCATTERV ? op->v[1] : sv + n;
+    const uint64_t *sc = op->kind == ZH_OP_REDUCESCATTERV ? op->v[ZH_V_SEND_COUNTS] : sv;
+    const uint64_t *sd = op->kind == ZH_OP_REDUCESCATTERV ? op->v[ZH_V_SEND_DISPLS] : sv + n;
     const char *send = op->send;
     char *copy = NULL;
     if (zh_overlap(op->recv, bytes, send, op->send_bytes) &&
@@ -395,8 +395,8 @@ static int zh_allgather(zh_hop_t *x)
     if (v == NULL) {
         return ZC_ERR_NOMEM;
     }
-    const uint64_t *rc = op->kind == ZH_OP_ALLGATHERV ? op->v[2] : v;
-    const uint64_t *rd = op->kind == ZH_OP_ALLGATHERV ? op->v[3] : v + n;
+    const uint64_t *rc = op->kind == ZH_OP_ALLGATHERV ? op->v[ZH_V_RECV_COUNTS] : v;
+    const uint64_t *rd = op->kind == ZH_OP_ALLGATHERV ? op->v[ZH_V_RECV_DISPLS] : v + n;
     for (int r = 0; r < n; r++) {
         v[r] = op->count;
         v[n + r] = (uint64_t)r * op->count;
@@ -518,10 +518,10 @@ static int zh_copy_op(zh_hop_t *x)
         v[2 * n + r] = !scatter ? op->count : r == op->root ? op->count : 0;
         v[3 * n + r] = scatter ? 0 : (uint64_t)r * op->count;
     }
-    const uint64_t *sc = op->kind == ZH_OP_ALLTOALLV ? op->v[0] : v;
-    const uint64_t *sd = op->kind == ZH_OP_ALLTOALLV ? op->v[1] : v + n;
-    const uint64_t *rc = op->kind == ZH_OP_ALLTOALLV ? op->v[2] : v + 2 * n;
-    const uint64_t *rd = op->kind == ZH_OP_ALLTOALLV ? op->v[3] : v + 3 * n;
+    const uint64_t *sc = op->kind == ZH_OP_ALLTOALLV ? op->v[ZH_V_SEND_COUNTS] : v;
+    const uint64_t *sd = op->kind == ZH_OP_ALLTOALLV ? op->v[ZH_V_SEND_DISPLS] : v + n;
+    const uint64_t *rc = op->kind == ZH_OP_ALLTOALLV ? op->v[ZH_V_RECV_COUNTS] : v + 2 * n;
+    const uint64_t *rd = op->kind == ZH_OP_ALLTOALLV ? op->v[ZH_V_RECV_DISPLS] : v + 3 * n;
     /* Sends read blocks that receives may overwrite (in place): send a copy. */
     char *copy = NULL;
     if (op->send_bytes > 0 && op->recv_bytes > 0 &&

@@ -1,17 +1,19 @@
 /*
  * libhccl internals: the communicator, its control segment and the op path.
  *
- * Protocol (DESIGN §4):
+ * Protocol:
  *  - Every rank owns a control segment (a memfd offered through the vmm
  *    broker at init; every peer maps it read/write). It starts with a version
  *    word, holds only offsets and values (never pointers), and keeps each hot
  *    flag on its own cache line with a single writer: the owning rank.
  *  - bar: the owner's barrier counter. A barrier is "bump my counter to k,
- *    wait until every peer's counter is >= k". Every op runs: write my
- *    descriptor, barrier (entry), check all descriptors agree and choose the
- *    path, run the algorithm (staged algorithms add barriers of their own),
- *    barrier (exit). Since every rank makes the same number of barrier calls
- *    per op, counters stay equal between ops; they compare wrap-safe.
+ *    wait until every peer's counter is >= k". An op needs no entry barrier:
+ *    every rank publishes its descriptor and post line and waits for every
+ *    peer's post of that op (hccl_op.h); the algorithm (staged algorithms
+ *    add barriers of their own) and the exit barrier follow, except for the
+ *    small ops that finish from the post slots. Every rank makes the same
+ *    number of barrier calls per op, so counters stay equal between ops;
+ *    they compare wrap-safe.
  *  - ctrl: a second counter for control-plane collectives (SetMemoryRange,
  *    CCL buffer creation) run on the caller's thread, so they never mix
  *    with barriers of ops running on stream workers.
@@ -66,6 +68,12 @@ typedef struct {
 } zh_flag_t;
 _Static_assert(sizeof(zh_flag_t) == ZC_CACHELINE, "flag is one cache line");
 
+/* Has counter v reached target? (wrap-safe: counters only grow) */
+static inline int zh_reached(uint32_t v, uint32_t target)
+{
+    return (int32_t)(v - target) >= 0;
+}
+
 typedef enum {
     ZH_OP_BARRIER = 1,
     ZH_OP_ALLREDUCE,
@@ -81,6 +89,9 @@ typedef enum {
     ZH_OP_MAX
 } zh_op_kind_t;
 
+/* The V collectives' per-rank arrays, by their index in zh_op_t.v and zh_desc_t.v. */
+enum { ZH_V_SEND_COUNTS, ZH_V_SEND_DISPLS, ZH_V_RECV_COUNTS, ZH_V_RECV_DISPLS, ZH_V_ARRAYS };
+
 /* What peers need of my op beyond its post line (which holds the fields ranks
  * agree on): my buffers, which they translate, and my V arrays (rank-local
  * arguments). Nothing here is a pointer valid in another process. */
@@ -89,7 +100,7 @@ typedef struct {
     uint64_t recv_va;
     uint64_t send_bytes; /* extent of the send buffer this op touches */
     uint64_t recv_bytes;
-    uint64_t v[4][ZH_MAX_RANKS]; /* send counts, send displs, recv counts, recv displs */
+    uint64_t v[ZH_V_ARRAYS][ZH_MAX_RANKS]; /* the V collectives' arrays (ZH_V_*) */
 } zh_desc_t;
 
 /* The line every op starts with: its first two words are a flag (value =
@@ -169,8 +180,6 @@ typedef struct {
 typedef struct {
     uint32_t version;
     uint32_t rank;
-    int32_t pid;
-    uint32_t nranks;
     zh_flag_t bar;
     zh_flag_t ctrl;
     zh_flag_t error;   /* non-zero: a HcclResult this rank failed with */
@@ -230,7 +239,6 @@ typedef struct {
 } zh_peer_t;
 
 typedef struct zh_comm {
-    uint32_t magic; /* ZH_COMM_MAGIC while alive */
     int rank;
     int nranks;
     int device;
@@ -296,14 +304,23 @@ typedef struct zh_comm {
     const int *ctrl_ranks;
 } zh_comm_t;
 
-#define ZH_COMM_MAGIC 0x7a63636cu
-
-/* hccl_api.c: status mapping, the only place zc_status_t becomes HcclResult */
+/* hccl_handle.c, the bottom layer: status mapping (the only place zc_status_t
+ * becomes HcclResult), op names, the registry of live communicators. */
 HcclResult zh_result(int zc_status);
+const char *zh_op_name(int kind);
 /* Resolve an API handle for fn: NULL is HCCL_E_PTR, one that is not a live
  * communicator HCCL_E_PARA, one inherited from the parent of a forked child
- * HCCL_E_NOT_SUPPORT (each logged). Defined in hccl_comm.c. */
+ * HCCL_E_NOT_SUPPORT (each logged). */
 HcclResult zh_comm_get(HcclComm comm, const char *fn, zh_comm_t **out);
+/* The comm for a handle (NULL when it is not live in this process). */
+zh_comm_t *zh_comm_lookup(HcclComm comm);
+/* The handle given out for a live c (NULL when c is not in the registry). */
+HcclComm zh_comm_handle(const zh_comm_t *c);
+/* Before the first comm: the registry's fork handlers. */
+void zh_registry_init(void);
+/* Enter c (its handle in *out; ZC_ERR_OVERLIMIT, logged, when full) / remove it. */
+int zh_registry_add(zh_comm_t *c, HcclComm *out);
+void zh_registry_remove(zh_comm_t *c);
 
 /* In an exported function: declare var and resolve comm into it, or return. */
 #define ZH_COMM_OR_RETURN(var, comm)                                                               \
@@ -318,7 +335,7 @@ HcclResult zh_comm_get(HcclComm comm, const char *fn, zh_comm_t **out);
         }                                                                                          \
     } while (0)
 
-/* hccl_boot.c: root listener and rank bootstrap */
+/* Bootstrap: a rank's entry in the table every rank gets at init. */
 typedef struct {
     int32_t pid;
     int32_t device;
@@ -326,7 +343,9 @@ typedef struct {
     uint64_t ctrl_token;
 } zh_boot_entry_t;
 
+/* hccl_boot_root.c: HcclGetRootInfo (the root listener) */
 int zh_boot_root_create(HcclRootInfo *info);
+/* hccl_boot.c: rank bootstrap */
 /* Exchange {my entry} for the table of every rank's entry; phase 2 reports
  * my local status and returns ZC_ERR_REMOTE when the root or a peer died
  * during init, else my local status when it failed, else the worst status
@@ -349,20 +368,25 @@ void zh_flag_post(zh_flag_t *f, uint32_t value);
 int zh_wait_peers(zh_comm_t *c, size_t flag_offset, uint32_t target);
 int zh_barrier(zh_comm_t *c);
 int zh_ctrl_barrier(zh_comm_t *c);
-void zh_comm_fail(zh_comm_t *c, HcclResult r);
+/* Break c: every later op fails at once, peers' waits fail; st is the internal
+ * status that broke it (the first one is kept, as its HcclResult). */
+void zh_comm_fail(zh_comm_t *c, int st);
 void zh_table_begin(zh_comm_t *c);
 void zh_table_end(zh_comm_t *c);
 
-/* hccl_memrange.c: zero-copy ranges, activation, translation */
+/* hccl_memwin.c: peers' blocks in my windows: map, translate, unmap */
+int zh_mem_translate(zh_comm_t *c, int peer, uint64_t va, uint64_t bytes, void **out);
+void zh_mem_sweep_peers(zh_comm_t *c);
+/* Unmap every window (comm free, after zh_mem_detach). */
+void zh_mem_release_all(zh_comm_t *c);
+
+/* hccl_memrange.c: zero-copy ranges, activation */
 int zh_mem_set_range(zh_comm_t *c, void *base, size_t size, size_t align, uint64_t flags);
 int zh_mem_unset_range(zh_comm_t *c, void *base);
 int zh_mem_activate(zh_comm_t *c, void *va, size_t size, size_t offset, void *handle,
                     uint64_t flags);
 int zh_mem_deactivate(zh_comm_t *c, void *va);
 int zh_mem_local_covers(zh_comm_t *c, uint64_t va, uint64_t bytes);
-int zh_mem_translate(zh_comm_t *c, int peer, uint64_t va, uint64_t bytes, void **out);
-void zh_mem_sweep_peers(zh_comm_t *c);
-void zh_mem_release_all(zh_comm_t *c);
 /* Join / leave the process's table of ranges and blocks (comm init / free). */
 int zh_mem_attach(zh_comm_t *c);
 void zh_mem_detach(zh_comm_t *c);
@@ -393,9 +417,10 @@ typedef struct {
     void *recv;
     uint64_t send_bytes;
     uint64_t recv_bytes;
-    const uint64_t *v[4]; /* rank-local arrays (nranks each) or NULL */
+    const uint64_t *v[ZH_V_ARRAYS]; /* ZH_V_*: rank-local arrays (nranks each) or NULL */
 } zh_op_t;
 
+/* Check op's extents and issue it on stream (not capturing: see hccl_capture.h). */
 HcclResult zh_op_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream);
 /* Run op on c now on this thread, numbered now (the hierarchical tier's
  * local steps; hccl_hier*.c). */
@@ -410,11 +435,12 @@ HcclResult zh_check_extent(zh_comm_t *c, const char *fn, const char *what, const
                            uint64_t bytes);
 /* hccl_ctrl.c: one "zccl diag:" line per rank that has not reached op seq. */
 void zh_diag_report(zh_comm_t *c, uint32_t seq, const char *why);
-const char *zh_op_name(int kind);
 
-/* hccl_p2p.c: Send/Recv/BatchSendRecv and groups */
-HcclResult zh_p2p_submit(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
-                         aclrtStream stream);
+/* hccl_p2p.c: Send/Recv/BatchSendRecv. Check a batch (local arguments, logged),
+ * and issue a checked one on stream (not capturing: see hccl_capture.h). */
+HcclResult zh_p2p_check(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n);
+HcclResult zh_p2p_start(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
+                        aclrtStream stream);
 void zh_p2p_release(zh_comm_t *c);
 /* Run items on c now on this thread (the hierarchical tier's local items). */
 HcclResult zh_p2p_run_now(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n);
@@ -437,8 +463,11 @@ int zh_mix_check(zh_comm_t *c, int peer, uint64_t start, int send, uint32_t p2p_
 
 /* hccl_comm.c: free a comm that was never registered or was removed. */
 void zh_comm_free(zh_comm_t *c);
-/* The comm whose memory ranges and shared machinery serve c: c itself, or
- * its local comm when c spans hosts. */
+/* hccl_comm_release.c: release a comm of one host (zh_comm_free of a comm
+ * that does not span hosts). */
+void zh_comm_release(zh_comm_t *c);
+/* hccl_handle.c: the comm whose memory ranges and shared machinery serve c:
+ * c itself, or its local comm when c spans hosts. */
 zh_comm_t *zh_comm_inner(zh_comm_t *c);
 
 /* hccl_hier.c: the tier across hosts (hccl_hier.h) */
@@ -451,10 +480,7 @@ HcclResult zh_hier_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream);
 HcclResult zh_hier_p2p_submit(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
                               aclrtStream stream);
 
-/* hccl_comm.c: registry of live communicators (handles are validated) */
-zh_comm_t *zh_comm_lookup(HcclComm comm);
-/* The handle given out for a live c (NULL when c is not in the registry). */
-HcclComm zh_comm_handle(const zh_comm_t *c);
+/* hccl_comm.c: communicator lifecycle */
 HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank,
                         const HcclCommConfig *cfg, HcclComm *out);
 HcclResult zh_comm_destroy(zh_comm_t *c);

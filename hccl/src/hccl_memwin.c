@@ -231,7 +231,6 @@ int zh_mem_translate(zh_comm_t *c, int q, uint64_t va, uint64_t bytes, void **ou
 
 void zh_mem_release_all(zh_comm_t *c)
 {
-    zh_mem_detach(c);
     pthread_mutex_lock(&c->lock);
     for (int q = 0; q < c->nranks; q++) {
         zh_peer_t *p = &c->peers[q];

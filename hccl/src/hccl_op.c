@@ -5,7 +5,6 @@
  * The protocol is described in hccl_op.h.
  */
 #include "hccl_op.h"
-#include "hccl_capture.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -33,7 +32,7 @@ HcclResult zh_issue_enter(zh_comm_t *c, const char *fn)
                 "%s: rank %d: another thread is issuing on communicator %s at the same time "
                 "(one thread at a time per communicator); the communicator is now unusable",
                 fn, c->rank, c->name);
-        zh_comm_fail(c, HCCL_E_PARA);
+        zh_comm_fail(c, ZC_ERR_INVAL);
         return HCCL_E_PARA;
     }
     c->issuer = me;
@@ -110,15 +109,15 @@ static int zh_op_try_inline(zh_comm_t *c, zh_task_t *t, HcclResult *r)
 static HcclResult zh_op_copy_arrays(zh_comm_t *c, const zh_op_t *op, zh_task_t *t)
 {
     t->arrays = NULL;
-    if (op->v[0] == NULL && op->v[2] == NULL) {
+    if (op->v[ZH_V_SEND_COUNTS] == NULL && op->v[ZH_V_RECV_COUNTS] == NULL) {
         return HCCL_SUCCESS;
     }
-    t->arrays = calloc(4, sizeof(*t->arrays));
+    t->arrays = calloc(ZH_V_ARRAYS, sizeof(*t->arrays));
     if (t->arrays == NULL) {
         ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory queueing an op", c->rank);
         return HCCL_E_MEMORY;
     }
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < ZH_V_ARRAYS; i++) {
         if (op->v[i] != NULL) {
             memcpy(t->arrays[i], op->v[i], sizeof(uint64_t) * (size_t)c->nranks);
         }
@@ -139,7 +138,7 @@ static HcclResult zh_stream_error(zh_comm_t *c, const char *what, aclrtStream st
 /* The op's number and its slot on the stream: inline when it may. */
 static HcclResult zh_op_issue(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
 {
-    int small = op->kind == ZH_OP_BARRIER || zh_op_inline_bytes(op) <= ZH_INLINE_MAX;
+    int small = op->kind == ZH_OP_BARRIER || zh_op_inlinable(op);
     zccl_task_t rt;
     aclError e = zccl_task_reserve(stream, small, &rt);
     if (e != ACL_SUCCESS) {
@@ -171,12 +170,6 @@ static HcclResult zh_op_issue(zh_comm_t *c, const zh_op_t *op, aclrtStream strea
 
 HcclResult zh_op_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
 {
-    if (c->hier != NULL) {
-        return zh_hier_submit(c, op, stream); /* the comm spans hosts */
-    }
-    if (zccl_stream_capturing(stream)) {
-        return zh_capture_op(c, op, stream); /* recorded for aclmdlRI replays, not run */
-    }
     const char *fn = zh_op_name(op->kind);
     ZH_CHECK_RESULT(zh_check_extent(c, fn, "sendBuf", op->send, op->send_bytes));
     ZH_CHECK_RESULT(zh_check_extent(c, fn, "recvBuf", op->recv, op->recv_bytes));

@@ -49,9 +49,9 @@
  *
  * Files: hccl_op.c (issue: the issue window, numbering, the caller-thread
  * path), hccl_op_post.c (step 1 and the agreement of step 3),
- * hccl_op_path.c (steps 4-5: path choice, translation, dispatch),
- * hccl_op_task.c (the stream task: order, the exit of step 6, the result,
- * retirement). This header is private to those files.
+ * hccl_op_path.c (steps 4-6: path choice, translation, dispatch, exit),
+ * hccl_op_task.c (the stream task: order, the result, retirement). This
+ * header is private to those files.
  */
 #ifndef HCCL_OP_H
 #define HCCL_OP_H
@@ -67,7 +67,7 @@ enum { ZH_STEP_ISSUED, ZH_STEP_POSTED, ZH_STEP_RETIRED };
 typedef struct {
     zh_comm_t *comm;
     zh_op_t op;
-    uint64_t (*arrays)[ZH_MAX_RANKS]; /* V collectives only: copies of op.v */
+    uint64_t (*arrays)[ZH_MAX_RANKS]; /* V collectives only: copies of op.v (ZH_V_*) */
     uint32_t seq;                     /* issue order on the comm */
     int step;                         /* ZH_STEP_*: how far it got */
     zh_prof_mark_t prof;
@@ -88,7 +88,7 @@ typedef struct {
 extern const zh_op_info_t zh_ops[ZH_OP_MAX];
 
 /* hccl_op_post.c */
-size_t zh_op_inline_bytes(const zh_op_t *op);
+int zh_op_inlinable(const zh_op_t *op);
 void zh_op_post(zh_comm_t *c, const zh_task_t *t);
 size_t zh_post_offset(uint32_t seq);
 int zh_op_all_posted(zh_comm_t *c, uint32_t seq);
@@ -98,7 +98,6 @@ int zh_op_agree(zh_comm_t *c, const zh_post_t *d0, const zh_post_t *dq, int q, u
 int zh_op_complete(zh_comm_t *c, const zh_task_t *t, int inline_only);
 
 /* hccl_op_task.c */
-int zh_op_exit(zh_comm_t *c, int result);
 int zh_op_turn(zh_comm_t *c, uint32_t seq);
 void zh_op_retire(zh_comm_t *c, uint32_t seq);
 HcclResult zh_op_result(zh_comm_t *c, uint32_t seq, int st);

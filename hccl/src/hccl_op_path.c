@@ -1,7 +1,7 @@
 /*
- * Ops, steps 4-5: with every post in, choose the path (inline from the post
+ * Ops, steps 4-6: with every post in, choose the path (inline from the post
  * slots, zero-copy on translated user buffers, or buffered through the CCL
- * buffers) and run the algorithm from collectives/. See hccl_op.h.
+ * buffers), run the algorithm from collectives/, and exit. See hccl_op.h.
  */
 #include "hccl_op.h"
 
@@ -87,6 +87,23 @@ static int zh_op_staged(zh_comm_t *c, const zh_op_t *op, coll_args_t *a, void **
     return result;
 }
 
+/* Step 6, after the algorithm ran with result: the exit barrier, so nobody
+ * returns while a peer may still read its buffers. */
+static int zh_op_exit(zh_comm_t *c, int result)
+{
+    /* Argument disagreements the algorithms find (V arrays) are seen by
+     * every rank alike and leave the comm usable; other failures break it. */
+    if (result != ZC_OK && result != ZC_ERR_REMOTE && result != ZC_ERR_TIMEOUT &&
+        result != ZC_ERR_INVAL) {
+        zh_comm_fail(c, result);
+    }
+    if (result == ZC_ERR_REMOTE || result == ZC_ERR_TIMEOUT) {
+        return result; /* the comm is broken; peers are not coming */
+    }
+    int st = zh_barrier(c);
+    return result != ZC_OK ? result : st;
+}
+
 /* Run the algorithm on user buffers (zero-copy) or CCL buffers, then exit. */
 static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const zh_post_t **p,
                            int zc)
@@ -95,14 +112,14 @@ static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const 
     const void *in[ZH_MAX_RANKS];
     void *out[ZH_MAX_RANKS];
     void *ccl[ZH_MAX_RANKS];
-    const uint64_t *arr[4][ZH_MAX_RANKS];
+    const uint64_t *arr[ZH_V_ARRAYS][ZH_MAX_RANKS];
     uint64_t each[ZH_MAX_RANKS];
     uint64_t staged = 0;
     zh_sync_t sync = {{zh_sync_barrier}, c};
     for (int q = 0; q < c->nranks; q++) {
         d[q] = &c->peers[q].ctrl->desc[seq & 1u];
         each[q] = p[q]->count;
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < ZH_V_ARRAYS; i++) {
             arr[i][q] = d[q]->v[i];
         }
     }
@@ -118,10 +135,10 @@ static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const 
         .send = op->send,
         .recv = op->recv,
         .ccl = ccl,
-        .send_counts = op->v[0] != NULL ? arr[0] : NULL,
-        .send_displs = op->v[1] != NULL ? arr[1] : NULL,
-        .recv_counts = op->v[2] != NULL ? arr[2] : NULL,
-        .recv_displs = op->v[3] != NULL ? arr[3] : NULL,
+        .send_counts = op->v[ZH_V_SEND_COUNTS] != NULL ? arr[ZH_V_SEND_COUNTS] : NULL,
+        .send_displs = op->v[ZH_V_SEND_DISPLS] != NULL ? arr[ZH_V_SEND_DISPLS] : NULL,
+        .recv_counts = op->v[ZH_V_RECV_COUNTS] != NULL ? arr[ZH_V_RECV_COUNTS] : NULL,
+        .recv_displs = op->v[ZH_V_RECV_DISPLS] != NULL ? arr[ZH_V_RECV_DISPLS] : NULL,
         .recv_count_each = op->kind == ZH_OP_REDUCESCATTERV ? each : NULL,
         .sync = &sync.base,
         .staged_bytes = &staged,
@@ -152,9 +169,8 @@ int zh_op_complete(zh_comm_t *c, const zh_task_t *t, int inline_only)
     if (op->kind == ZH_OP_BARRIER) {
         return ZC_OK; /* everyone arrived */
     }
-    size_t bytes = zh_op_inline_bytes(op);
-    if (zc && bytes <= ZH_INLINE_MAX) {
-        zh_op_inline(c, op, seq, bytes);
+    if (zc && zh_op_inlinable(op)) {
+        zh_op_inline(c, op, seq, op->send_bytes);
         return ZC_OK;
     }
     if (inline_only) {

@@ -9,12 +9,6 @@
 #include "zc/log.h"
 #include "zc/sync.h"
 
-static const char *const zh_op_names[ZH_OP_MAX] = {
-    "?",          "Barrier",       "AllReduce",      "AllGather",
-    "AllGatherV", "ReduceScatter", "ReduceScatterV", "Broadcast",
-    "Reduce",     "Scatter",       "AlltoAll",       "AlltoAllV",
-};
-
 const zh_op_info_t zh_ops[ZH_OP_MAX] = {
     [ZH_OP_ALLREDUCE] = {coll_allreduce_direct, coll_allreduce_staged, 0, 1, 1},
     [ZH_OP_ALLGATHER] = {coll_allgather_direct, coll_allgather_staged, 0, 0, 1},
@@ -60,7 +54,7 @@ int zh_op_agree(zh_comm_t *c, const zh_post_t *d0, const zh_post_t *dq, int q, u
     }
     if (c->rank == 0 || c->rank == q) {
         ZC_WARN(ZC_SUB_COLL, "rank %d: op %u (%s): rank %d passed %s %lld but rank 0 passed %lld",
-                c->rank, seq, d0->kind < ZH_OP_MAX ? zh_op_names[d0->kind] : "?", q, what, a, b);
+                c->rank, seq, zh_op_name(d0->kind), q, what, a, b);
     } else {
         ZC_WARN(ZC_SUB_COLL, "rank %d: op %u: ranks disagree (%s of rank %d); failing the op",
                 c->rank, seq, what, q);
@@ -68,18 +62,14 @@ int zh_op_agree(zh_comm_t *c, const zh_post_t *d0, const zh_post_t *dq, int q, u
     return 0;
 }
 
-const char *zh_op_name(int kind)
-{
-    return kind > 0 && kind < ZH_OP_MAX ? zh_op_names[kind] : "?";
-}
-
 /* ---- posting and agreement ------------------------------------------------------------ */
 
-/* Bytes an op carries in its post slot, or ZH_INLINE_MAX + 1 if it cannot. */
-size_t zh_op_inline_bytes(const zh_op_t *op)
+/* Can op travel in its post slot (a small AllReduce / AllGather)? Its
+ * send_bytes are then what it carries. */
+int zh_op_inlinable(const zh_op_t *op)
 {
-    return op->kind == ZH_OP_ALLREDUCE || op->kind == ZH_OP_ALLGATHER ? op->send_bytes
-                                                                      : ZH_INLINE_MAX + 1;
+    return (op->kind == ZH_OP_ALLREDUCE || op->kind == ZH_OP_ALLGATHER) &&
+           op->send_bytes <= ZH_INLINE_MAX;
 }
 
 /* Publish my descriptor and post line of op t->seq (step 1 of every op). */
@@ -94,7 +84,7 @@ void zh_op_post(zh_comm_t *c, const zh_task_t *t)
     mine->recv_bytes = op->recv_bytes;
     int zc_ok = zh_mem_local_covers(c, mine->send_va, op->send_bytes) &&
                 zh_mem_local_covers(c, mine->recv_va, op->recv_bytes);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < ZH_V_ARRAYS; i++) {
         if (op->v[i] != NULL) {
             memcpy(mine->v[i], t->arrays[i], sizeof(uint64_t) * (size_t)c->nranks);
         }
@@ -108,10 +98,9 @@ void zh_op_post(zh_comm_t *c, const zh_task_t *t)
     post->count = op->count;
     /* Small AllReduce / AllGather: my input travels with my post (used only
      * if every rank is on activated memory, which we learn from the posts). */
-    size_t inline_bytes = zh_op_inline_bytes(op);
-    uint8_t *inl = inline_bytes <= ZH_POST_DATA ? post->data : c->ctrl->idata[seq & 1u];
-    if (inline_bytes <= ZH_INLINE_MAX && inline_bytes > 0 && zc_ok) {
-        memcpy(inl, op->send, inline_bytes);
+    if (zh_op_inlinable(op) && op->send_bytes > 0 && zc_ok) {
+        uint8_t *inl = op->send_bytes <= ZH_POST_DATA ? post->data : c->ctrl->idata[seq & 1u];
+        memcpy(inl, op->send, op->send_bytes);
     }
     zh_flag_post((zh_flag_t *)(void *)post, seq); /* release: everything above first */
 }

@@ -11,23 +11,6 @@
 #include "zc/log.h"
 #include "zc/sync.h"
 
-/* Step 6, after the algorithm ran with result: the exit barrier, so nobody
- * returns while a peer may still read its buffers. */
-int zh_op_exit(zh_comm_t *c, int result)
-{
-    /* Argument disagreements the algorithms find (V arrays) are seen by
-     * every rank alike and leave the comm usable; other failures break it. */
-    if (result != ZC_OK && result != ZC_ERR_REMOTE && result != ZC_ERR_TIMEOUT &&
-        result != ZC_ERR_INVAL) {
-        zh_comm_fail(c, zh_result(result));
-    }
-    if (result == ZC_ERR_REMOTE || result == ZC_ERR_TIMEOUT) {
-        return result; /* the comm is broken; peers are not coming */
-    }
-    int st = zh_barrier(c);
-    return result != ZC_OK ? result : st;
-}
-
 /* ---- ordering: op seq runs after op seq - 1 of this comm ------------------------------- */
 
 int zh_op_turn(zh_comm_t *c, uint32_t seq)
@@ -104,7 +87,7 @@ HcclResult zh_op_result(zh_comm_t *c, uint32_t seq, int st)
     }
     if (st == ZC_ERR_REMOTE || st == ZC_ERR_TIMEOUT) {
         zh_diag_report(c, seq, st == ZC_ERR_TIMEOUT ? "timed out" : "lost a peer");
-        zh_comm_fail(c, r);
+        zh_comm_fail(c, st);
     }
     return r;
 }
@@ -154,7 +137,7 @@ void zh_op_task_free(void *arg)
                 "rank %d: op %u (%s) was dropped by its stream; the communicator "
                 "is now unusable",
                 c->rank, t->seq, zh_op_name(t->op.kind));
-        zh_comm_fail(c, HCCL_E_INTERNAL);
+        zh_comm_fail(c, ZC_ERR_INTERNAL);
         zh_op_retire(c, t->seq);
     }
     free(t->arrays);

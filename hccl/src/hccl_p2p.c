@@ -21,7 +21,6 @@
  * no collective step is needed.
  */
 #include "hccl_internal.h"
-#include "hccl_capture.h"
 #include "hccl_prof.h"
 
 #include <errno.h>
@@ -55,11 +54,6 @@ typedef struct {
     zh_prof_mark_t prof;
     zh_item_t items[];
 } zh_batch_t;
-
-static int zh_reached(uint32_t v, uint32_t target)
-{
-    return (int32_t)(v - target) >= 0;
-}
 
 static uint32_t zh_load(zh_flag_t *f)
 {
@@ -434,7 +428,7 @@ static int zh_p2p_task(void *arg)
         if (err != HCCL_SUCCESS) {
             r = (HcclResult)err; /* broken meanwhile: that is why (see zh_op_result) */
         } else if (st != ZC_OK && st != ZC_ERR_INVAL) {
-            zh_comm_fail(c, r); /* pair state is unknown now: the comm is broken */
+            zh_comm_fail(c, st); /* pair state is unknown now: the comm is broken */
         }
         if (snap.t0 != 0) {
             zh_prof_p2p(c, &b->items[0].it, sizeof(b->items[0]), b->n, &b->prof, &snap, r);
@@ -453,7 +447,7 @@ static void zh_p2p_free(void *arg)
                 "rank %d: a send/recv batch was dropped by its stream; the "
                 "communicator is now unusable",
                 c->rank);
-        zh_comm_fail(c, HCCL_E_INTERNAL);
+        zh_comm_fail(c, ZC_ERR_INTERNAL);
     }
     if ((void *)t->b != (void *)t->room) {
         free(t->b);
@@ -461,7 +455,7 @@ static void zh_p2p_free(void *arg)
     atomic_fetch_sub_explicit(&c->inflight, 1, memory_order_release);
 }
 
-static HcclResult zh_p2p_check(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n)
+HcclResult zh_p2p_check(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
         const HcclSendRecvItem *it = &items[i];
@@ -543,16 +537,8 @@ static HcclResult zh_p2p_issue(zh_comm_t *c, const HcclSendRecvItem *items, uint
     return HCCL_SUCCESS;
 }
 
-HcclResult zh_p2p_submit(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
-                         aclrtStream stream)
+HcclResult zh_p2p_start(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n, aclrtStream stream)
 {
-    ZH_CHECK_RESULT(zh_p2p_check(c, items, n));
-    if (c->hier != NULL) {
-        return zh_hier_p2p_submit(c, items, n, stream); /* the comm spans hosts */
-    }
-    if (zccl_stream_capturing(stream)) {
-        return zh_capture_p2p(c, items, n, stream); /* recorded for aclmdlRI replays, not run */
-    }
     ZH_CHECK_RESULT(zh_issue_enter(c, "HcclSend/HcclRecv"));
     HcclResult r = zh_p2p_issue(c, items, n, stream);
     zh_issue_leave(c);
