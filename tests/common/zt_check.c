@@ -476,6 +476,18 @@ void zt_ref_set_hosts(int nranks, const int *host_of)
     zt_ref_nranks = hosts > 1 && nranks <= ZT_MAX_RANKS ? nranks : 0;
 }
 
+int zt_ref_host_ranks(int rank, int nranks)
+{
+    if (zt_ref_nranks == 0 || nranks != zt_ref_nranks || rank < 0 || rank >= nranks) {
+        return nranks;
+    }
+    int k = 0;
+    for (int q = 0; q < nranks; q++) {
+        k += zt_ref_host[q] == zt_ref_host[rank];
+    }
+    return k;
+}
+
 static int zt_ref_reduce_flat(void *out, const void *const *in, int n, size_t count, int dtype,
                               int op);
 

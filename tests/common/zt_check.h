@@ -88,6 +88,9 @@ int zt_ref_reduce(void *out, const void *const *in, int n, size_t count, int dty
  */
 void zt_ref_set_hosts(int nranks, const int *host_of);
 
+/** Ranks on rank's host by the table of zt_ref_set_hosts (nranks without one). */
+int zt_ref_host_ranks(int rank, int nranks);
+
 /** Expected AllReduce output (count elements) for pattern p over p->nranks ranks. */
 int zt_ref_allreduce(void *out, size_t count, const zt_pat_t *p);
 
