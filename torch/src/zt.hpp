@@ -8,10 +8,14 @@
  * rank issues them is the order zccl matches them in. Each op goes on one of
  * three lanes, each an aclrtStream: collectives, sends, receives (separate
  * so an isend and an irecv posted in either order on two ranks do not wait
- * on each other). After the op, an event is recorded on the lane; the Work
- * holds it, the tensors the op reads and writes, and an optional host step
- * run after success (copy a dense temporary back into a strided tensor,
- * divide for AVG).
+ * on each other). An op zccl ran on the caller's thread (a small op on an
+ * idle stream) leaves the stream idle when the call returns: its Work, and
+ * every Work pending on the lane, is finished there by the lane's
+ * synchronize, with no event, no stream task and no other thread involved.
+ * An op still queued gets an event recorded behind it on the lane. The Work
+ * holds the tensors the op reads and writes, and an optional host step run
+ * after success (copy a dense temporary back into a strided tensor, divide
+ * for AVG).
  *
  * Completion and errors. A stream reports errors only to a synchronize (the
  * first task error since the last one). So a lane's pending works are
@@ -155,7 +159,7 @@ class WorkZccl : public c10d::Work
 
     /* set by the group at issue */
     int src_rank = -1;
-    aclrtEvent event = nullptr;
+    aclrtEvent event = nullptr;   /* only for an op still queued after its issue */
     std::vector<at::Tensor> keep; /* read or written by the op until it ends */
     std::function<void()> post;   /* host step after success */
     const char *name = "";

@@ -168,6 +168,23 @@ void ProcessGroupZccl::check_root(int64_t root, const char *op) const
                 " is outside the group of ", size_);
 }
 
+/* The event a waiter of w waits for, recorded on s behind w's op; on a
+ * failure w stays pending without one (waiters then poll the lane). */
+static void zt_record(WorkZccl *w, aclrtStream s)
+{
+    aclrtEvent e = nullptr;
+    aclError rc = aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC);
+    if (rc != ACL_SUCCESS) {
+        zt_throw_acl("aclrtCreateEventWithFlag", rc);
+    }
+    rc = aclrtRecordEvent(e, s);
+    if (rc != ACL_SUCCESS) {
+        (void)aclrtDestroyEvent(e);
+        zt_throw_acl("aclrtRecordEvent", rc);
+    }
+    w->event = e;
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::issue(c10d::OpType type, const char *name,
                                                        int lane, std::vector<at::Tensor> outputs,
                                                        std::vector<at::Tensor> keep,
@@ -193,9 +210,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::issue(c10d::OpType type, const 
         /* Pending from here on: the op holds w's tensors until the lane is
            collected, even if recording the event fails. */
         core_->lanes[lane].pending.push_back(w);
-        aclError e = aclrtRecordEvent(w->event, s);
-        if (e != ACL_SUCCESS) {
-            zt_throw_acl("aclrtRecordEvent", e);
+        /* An op zccl ran on this thread (its caller-thread path) left the
+           stream idle: finish it, and the lane, now. Only an op still
+           queued gets an event to wait for. */
+        core_->collect(lane, done);
+        if (!w->done()) {
+            zt_record(w.get(), s);
         }
     }
     for (auto &d : done) {

@@ -22,10 +22,6 @@ WorkZccl::WorkZccl(std::shared_ptr<zt_core> core, int rank, c10d::OpType type, i
                    std::vector<at::Tensor> outputs)
     : c10d::Work(rank, type), core_(std::move(core)), lane_(lane), outputs_(std::move(outputs))
 {
-    aclError e = aclrtCreateEventWithFlag(&event, ACL_EVENT_SYNC);
-    if (e != ACL_SUCCESS) {
-        zt_throw_acl("aclrtCreateEventWithFlag", e);
-    }
 }
 
 WorkZccl::~WorkZccl()
@@ -143,6 +139,11 @@ void zt_core::complete(WorkZccl *w, std::chrono::milliseconds timeout)
         if (left.count() <= 0) {
             TORCH_CHECK(false, "zccl: ", w->name, " (rank ", rank, ") timed out after ",
                         timeout.count(), " ms");
+        }
+        if (target->event == nullptr) {
+            /* Its record failed (its issuer got the error): poll the lane. */
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            continue;
         }
         int32_t ms = left.count() > INT32_MAX ? INT32_MAX : (int32_t)left.count();
         aclError e = aclrtSynchronizeEventWithTimeout(target->event, ms);
