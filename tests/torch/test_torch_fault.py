@@ -69,32 +69,11 @@ def stuck(rank, n):
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     # The killed rank exits by SIGKILL: the harness expects exactly that one.
-    import torch.multiprocessing as mp
-
     for name, fn, timeout_s, expect_dead in (("killed", killed, TIMEOUT_S, n - 1),
                                              ("stuck", stuck, 3, None)):
-        ctx = mp.get_context("spawn")
-        errq = ctx.SimpleQueue()
-        path = zt_harness.store_path()
         t0 = time.time()
-        procs = [ctx.Process(target=zt_harness._entry,
-                             args=(r, n, path, fn, (), timeout_s, errq)) for r in range(n)]
-        for p in procs:
-            p.start()
-        bad = []
-        for r, p in enumerate(procs):
-            p.join(120)
-            if p.is_alive():
-                p.kill()
-                bad.append("%s: rank %d hung" % (name, r))
-            elif r == expect_dead:
-                if p.exitcode != -signal.SIGKILL:
-                    bad.append("%s: rank %d exit %s, expected SIGKILL" % (name, r, p.exitcode))
-            elif p.exitcode != 0:
-                bad.append("%s: rank %d exit status %s" % (name, r, p.exitcode))
-        while not errq.empty():
-            bad.append("%s: rank %d raised:\n%s" % ((name,) + errq.get()))
+        bad = zt_harness.launch(fn, n, timeout_s=timeout_s, limit_s=120, expect_dead=expect_dead)
         if bad:
-            print("\n".join(bad))
+            print("\n".join("%s: %s" % (name, b) for b in bad))
             sys.exit(1)
         print("%s: %d ranks behaved in %.1f s" % (name, n, time.time() - t0))

@@ -2,15 +2,19 @@
 
 run(fn, nranks, *args) starts nranks processes with torch.multiprocessing
 (spawn), each initialising the "zccl" process group over a file store (no
-port to race for on a busy machine), runs fn(rank, nranks, *args) in each and fails (exit
-status 1, with every rank's error) when any rank raised, exited badly or did
-not finish within the time limit. Each test file is one spawned run holding
+port to race for on a busy machine), runs fn(rank, nranks, *args) in each and
+fails (exit status 1, with every rank's error) when any rank raised, exited
+badly or did not finish within the time limit. The parent watches every rank
+at once: when one fails, the rest are killed after a short grace instead of
+being left blocked until the test's timeout (launch() returns the problems). Each test file is one spawned run holding
 many cases, since importing torch dominates the time on a small machine.
 """
 import ctypes
 import datetime
+import multiprocessing.connection as mp_connection
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -54,30 +58,73 @@ def _entry(rank, nranks, path, fn, args, timeout_s, errq):
         os._exit(1)
 
 
-def run(fn, nranks, *args, timeout_s=120, limit_s=600):
-    """Runs fn on nranks ranks; exits the test with status 1 on any failure."""
+def _drain(errq, errors):
+    while not errq.empty():
+        r, tb = errq.get()
+        errors.setdefault(r, tb)
+
+
+def launch(fn, nranks, *args, timeout_s=120, limit_s=600, expect_dead=None, grace_s=3.0,
+           entry=None):
+    """Starts nranks ranks running fn and watches them all at once. Returns
+    the list of problems (empty when every rank exited 0, or by SIGKILL for
+    rank expect_dead). Fails fast: once a rank fails (non-zero exit or a
+    raised exception), the others get grace_s to report their own errors and
+    are then killed, so one failed rank never leaves its peers blocked until
+    the test's timeout; each failed rank's traceback is in the list."""
     ctx = mp.get_context("spawn")
     errq = ctx.SimpleQueue()
     path = store_path()
     t0 = time.time()
     procs = []
     for r in range(nranks):
-        p = ctx.Process(target=_entry, args=(r, nranks, path, fn, args, timeout_s, errq))
+        p = ctx.Process(target=entry or _entry, args=(r, nranks, path, fn, args, timeout_s, errq))
         p.start()
         procs.append(p)
-    bad = []
-    for r, p in enumerate(procs):
-        p.join(max(1.0, limit_s - (time.time() - t0)))
-        if p.is_alive():
-            p.kill()
+    bad, errors = [], {}
+    live = dict(enumerate(procs))
+    deadline = t0 + limit_s
+    first_failure = None
+    while live:
+        now = time.time()
+        stop = deadline if first_failure is None else min(deadline, first_failure + grace_s)
+        if now >= stop:
+            break
+        ready = mp_connection.wait([p.sentinel for p in live.values()], min(0.2, stop - now))
+        _drain(errq, errors)
+        for r, p in list(live.items()):
+            if p.sentinel not in ready and p.is_alive():
+                continue
             p.join()
+            del live[r]
+            ok = p.exitcode == 0 or (r == expect_dead and p.exitcode == -signal.SIGKILL)
+            if r == expect_dead and p.exitcode != -signal.SIGKILL:
+                bad.append("rank %d exit status %s, expected SIGKILL" % (r, p.exitcode))
+            elif not ok:
+                bad.append("rank %d exit status %s" % (r, p.exitcode))
+            if not ok and first_failure is None:
+                first_failure = time.time()
+        if errors and first_failure is None:
+            first_failure = time.time()
+    for r, p in live.items():
+        p.kill()
+        p.join()
+        if first_failure is not None:
+            bad.append("rank %d killed: still running %.1f s after the first failure" % (
+                r, grace_s))
+        else:
             bad.append("rank %d did not finish within %d s" % (r, limit_s))
-        elif p.exitcode != 0:
-            bad.append("rank %d exit status %s" % (r, p.exitcode))
-    while not errq.empty():
-        r, tb = errq.get()
-        bad.append("rank %d raised:\n%s" % (r, tb))
+    _drain(errq, errors)
+    for r in sorted(errors):
+        bad.append("rank %d raised:\n%s" % (r, errors[r]))
     shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+    return bad
+
+
+def run(fn, nranks, *args, timeout_s=120, limit_s=600):
+    """Runs fn on nranks ranks; exits the test with status 1 on any failure."""
+    t0 = time.time()
+    bad = launch(fn, nranks, *args, timeout_s=timeout_s, limit_s=limit_s)
     if bad:
         print("\n".join(bad))
         sys.exit(1)
