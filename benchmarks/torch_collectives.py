@@ -6,8 +6,10 @@ and a second group over the same ranks with backend "zccl"; tensors come
 from zccl's activated allocator (zccl_torch.use_activated_memory), so zccl's
 ops are zero-copy and Gloo gets the same buffers. For every collective and
 size: one checked op (the #wrong column counts wrong elements on any rank),
-then a timed loop of synchronous calls (dist.<op>, each waits), the same
-iteration count on both backends. Time is per call, as a Python program sees
+then --repeat rounds that alternate between the backends, each a timed loop
+of synchronous calls (dist.<op>, each waits) with the same iteration count
+on both; a backend's figure is the median of its rounds (the machine's load
+changes during a run; alternating exposes both backends to it alike). Time is per call, as a Python program sees
 it; algbw and busbw follow nccl-tests (bytes = the larger of send and
 receive; busbw factors 2(n-1)/n, (n-1)/n or 1). The "staged" column is the
 bytes zccl copied through its CCL buffers during the zccl loop, read from the
@@ -15,7 +17,7 @@ counter libhccl exports (zccl_comm_staged_bytes; "-" when absent): 0 means
 zero-copy. Writes a table per collective, a CSV and (gnuplot) a PNG.
 
 Usage: torch_collectives.py [-n NRANKS] [--sizes 8,64K,...|--full]
-                            [--ops all_reduce,...] [--csv F] [--png F]
+                            [--ops all_reduce,...] [--repeat R] [--csv F] [--png F]
 """
 import argparse
 import ctypes
@@ -162,7 +164,7 @@ def timed(op, group, iters, gloo, sync):
     return dt / iters
 
 
-def worker(rank, n, port, sizes, ops, q):
+def worker(rank, n, port, sizes, ops, repeat, q):
     import zccl_torch
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -190,12 +192,25 @@ def worker(rank, n, port, sizes, ops, q):
                 bad = torch.tensor([op.wrong()], dtype=torch.int64)
                 dist.all_reduce(bad, group=gg)
                 op.call(group, gloo)  # warm-up
-                before = counter(comm) if counter and label == "zccl" else None
-                t = timed(op, group, iters, gloo, lambda: dist.barrier(group=gg))
-                staged = counter(comm) - before if before is not None else None
-                tt = torch.tensor([t], dtype=torch.float64)
-                dist.all_reduce(tt, op=dist.ReduceOp.MAX, group=gg)
-                res[label] = (tt.item(), int(bad.item()), staged)
+                res[label] = ([], int(bad.item()), 0 if counter else None)
+            # Rounds alternate between the backends, so a burst of load on
+            # the machine hits both; each backend's figure is its median round.
+            for _ in range(repeat):
+                for label, group in (("zccl", zg), ("gloo", gg)):
+                    gloo = label == "gloo"
+                    if res[label][0] is None:
+                        continue
+                    before = counter(comm) if counter and label == "zccl" else None
+                    t = timed(op, group, iters, gloo, lambda: dist.barrier(group=gg))
+                    if before is not None:
+                        res[label] = (res[label][0], res[label][1],
+                                      res[label][2] + counter(comm) - before)
+                    tt = torch.tensor([t], dtype=torch.float64)
+                    dist.all_reduce(tt, op=dist.ReduceOp.MAX, group=gg)
+                    res[label][0].append(tt.item())
+            for label in res:
+                ts, bad, staged = res[label]
+                res[label] = (None if ts is None else sorted(ts)[len(ts) // 2], bad, staged)
             zero_copy = zccl_torch.is_activated(op.send) and zccl_torch.is_activated(op.recv)
             rows.append((name, op.nbytes, op.count, res, zero_copy))
             del op
@@ -211,7 +226,7 @@ def fmt_table(rows, n):
     for r in rows:
         by_op.setdefault(r[0], []).append(r)
     out.append("# torch.distributed on %d ranks: zccl (activated tensors) vs Gloo, float32, "
-               "sum; time = mean per synchronous call" % n)
+               "sum; time = mean per synchronous call, median of the alternating rounds" % n)
     for name, rs in by_op.items():
         out.append("#")
         out.append("# %s" % name)
@@ -282,6 +297,8 @@ def main():
     ap.add_argument("--sizes", default=DEFAULT_SIZES)
     ap.add_argument("--full", action="store_true", help="every power of two, 8 B to 256 MiB")
     ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="timed rounds per backend, alternating; the median is reported")
     ap.add_argument("--csv")
     ap.add_argument("--png")
     a = ap.parse_args()
@@ -297,7 +314,7 @@ def main():
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     q = ctx.SimpleQueue()
-    mp.start_processes(worker, args=(a.nranks, port, sizes, ops, q), nprocs=a.nranks,
+    mp.start_processes(worker, args=(a.nranks, port, sizes, ops, a.repeat, q), nprocs=a.nranks,
                        start_method="spawn")
     rows = q.get()
     print(fmt_table(rows, a.nranks))

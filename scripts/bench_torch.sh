@@ -2,13 +2,15 @@
 # The PyTorch benchmarks (scripts/bench.sh runs this last): builds the zccl_torch
 # extension, then
 #   benchmarks/torch_collectives.py  every collective, 8 B .. 256 MiB, zccl (activated
-#                                    tensors) against Gloo in the same run: table,
-#                                    CSV and PNG
-#   benchmarks/ddp_train.py          DDP training of an MLP with Gloo and with zccl:
-#                                    step time, all-reduce time, loss curve against a
-#                                    one-process run, weights identical on every rank
+#                                    tensors) against Gloo in the same run, timed rounds
+#                                    alternating between them: table, CSV and PNG
+#   benchmarks/ddp_train.py          DDP training of an MLP on Gloo and on zccl in one
+#                                    run, steps interleaved: step time, all-reduce time,
+#                                    bytes staged, loss curves against a one-process run,
+#                                    weights identical on every rank
 # and appends the targets (MET / MISSED with the numbers) to $OUT/targets_torch.txt.
 # Sizes and iteration counts are kept so this finishes in a few minutes on 2 cores.
+# On a machine shared with other work the ratios are the figures, not the times.
 #
 # Environment: BUILD (default build), OUT (default out), NP (ranks, default 2),
 # SIZES (torch_collectives --sizes list), STRICT=1 (fail on a missed target; a wrong
