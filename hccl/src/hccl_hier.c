@@ -290,6 +290,7 @@ static int zh_hier_task(void *arg)
     zc_log_set_rank(c->rank);
     j->ran = 1;
     int st = j->items == NULL ? zh_hier_turn(c, j->seq) : ZC_OK;
+    int disagree = 0;
     int err = atomic_load_explicit(&c->async_error, memory_order_acquire);
     HcclResult r = (HcclResult)err;
     if (err == HCCL_SUCCESS) {
@@ -298,15 +299,19 @@ static int zh_hier_task(void *arg)
             st = zh_hier_p2p(c, j->items, j->nitems, j->seqs);
         } else if (st == ZC_OK) {
             zh_hop_t x = {c, h, &j->op, j->seq, coll_dtype_size(j->op.dtype)};
-            zh_hier_snap_t snap;
-            zh_hier_snap(c, &snap);
-            st = zh_hier_run(&x);
-            zh_hier_count(c, &j->op, &snap);
+            st = zh_hier_agree(&x);
+            disagree = st == ZC_ERR_INVAL; /* every rank knows: the comm stays usable */
+            if (st == ZC_OK) {
+                zh_hier_snap_t snap; /* after the agreement: its local step is not the op's */
+                zh_hier_snap(c, &snap);
+                st = zh_hier_run(&x);
+                zh_hier_count(c, &j->op, &snap);
+            }
         }
         pthread_mutex_unlock(&h->run);
         err = atomic_load_explicit(&c->async_error, memory_order_acquire);
         r = err != HCCL_SUCCESS ? (HcclResult)err : zh_result(st);
-        if (st != ZC_OK && err == HCCL_SUCCESS) {
+        if (st != ZC_OK && err == HCCL_SUCCESS && !disagree) {
             zh_hier_broke(c, r, st);
         }
     }

@@ -92,6 +92,10 @@ void *zh_hier_scratch(zh_hier_t *h, size_t bytes);
 int zh_hier_wait(zh_hop_t *x, zh_net_req_t *r, int n);
 int zh_hier_local(zh_hop_t *x, const zh_op_t *op);
 
+/* hccl_hier_agree.c: ZC_OK when every rank passed the same descriptor,
+ * ZC_ERR_INVAL (on every rank) when not, or a transport error. */
+int zh_hier_agree(zh_hop_t *x);
+
 /* hccl_hier_coll.c: the algorithms; each returns ZC_OK or an error. */
 int zh_hier_run(zh_hop_t *x);
 int zh_hier_p2p(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n, const uint32_t *seqs);

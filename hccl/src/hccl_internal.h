@@ -425,6 +425,11 @@ HcclResult zh_op_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream);
 /* Run op on c now on this thread, numbered now (the hierarchical tier's
  * local steps; hccl_hier*.c). */
 HcclResult zh_op_run_now(zh_comm_t *c, const zh_op_t *op);
+/* The fields of op that every rank must pass alike (the ones the one-host
+ * agreement compares: kind, dtype, then reduce op, root and count where the
+ * collective has them; 0 where it has not), in a fixed layout. */
+#define ZH_OP_KEY_WORDS 5
+void zh_op_key(const zh_op_t *op, uint64_t key[ZH_OP_KEY_WORDS]);
 
 /* hccl_op.c: the issue window. Enter before numbering ops on c (refuses a
  * second thread with HCCL_E_PARA, logged, and breaks the comm); leave after. */

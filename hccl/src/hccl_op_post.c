@@ -62,6 +62,16 @@ int zh_op_agree(zh_comm_t *c, const zh_post_t *d0, const zh_post_t *dq, int q, u
     return 0;
 }
 
+void zh_op_key(const zh_op_t *op, uint64_t key[ZH_OP_KEY_WORDS])
+{
+    int k = op->kind > 0 && op->kind < ZH_OP_MAX ? (int)op->kind : 0;
+    key[0] = (uint64_t)op->kind;
+    key[1] = (uint64_t)(uint32_t)op->dtype;
+    key[2] = zh_ops[k].has_redop ? (uint64_t)(uint32_t)op->redop : 0;
+    key[3] = zh_ops[k].has_root ? (uint64_t)(uint32_t)op->root : 0;
+    key[4] = zh_ops[k].count_equal ? op->count : 0;
+}
+
 /* ---- posting and agreement ------------------------------------------------------------ */
 
 /* Can op travel in its post slot (a small AllReduce / AllGather)? Its

@@ -9,7 +9,8 @@
  *    "server_count", when present, must match.
  *  - version "2.0": "rank_count" and a "rank_list" of {"rank_id",
  *    "device_id", optional "local_id", "server_id", "level_list"}.
- * zccl is single host: one server (every rank's server id the same), and a
+ * One server only (every rank's server id the same; a second one is
+ * HCCL_E_NOT_SUPPORT: the rendezvous is a local socket), and a
  * server id or host_ip written as an IP address must be one of this host's.
  * Rank ids are distinct and below the rank count (so exactly 0..n-1), device
  * ids distinct and below the device count.
@@ -167,10 +168,10 @@ static int zh_rt_server(zh_rt_t *t, const char *id, const char *field, const cha
     }
     if (t->server[0] != '\0' && strcmp(t->server, id) != 0) {
         ZH_RT_BAD(t,
-                  "field %s%s: value \"%s\" is a second server (\"%s\" before): zccl runs on "
-                  "one host",
+                  "field %s%s: value \"%s\" is a second server (\"%s\" before): rank tables "
+                  "of several servers are not supported (use HcclCommInitRootInfo across hosts)",
                   where, field, id, t->server);
-        return ZC_ERR_INVAL;
+        return ZC_ERR_NOT_SUPPORT;
     }
     snprintf(t->server, sizeof(t->server), "%s", id);
     return ZC_OK;

@@ -245,7 +245,7 @@ static const rt_bad_t rt_bad[] = {
     {"two_servers",
      V1_HEAD "\"server_list\": [{\"server_id\": \"node_0\", \"device\": [" V1_DEV(
          0, 0) "]}, {\"server_id\": \"node_1\", \"device\": [" V1_DEV(0, 1) "]}]}",
-     0, HCCL_E_PARA, "field server_list[1].server_id: value \"node_1\" is a second server"},
+     0, HCCL_E_NOT_SUPPORT, "field server_list[1].server_id: value \"node_1\" is a second server"},
     {"other_host",
      V1_HEAD "\"server_list\": [{\"server_id\": \"192.0.2.77\", \"device\": [" V1_DEV(0, 0) "]}]}",
      0, HCCL_E_PARA,
@@ -267,7 +267,7 @@ static const rt_bad_t rt_bad[] = {
      "\"rank_count\": 2, \"rank_list\": [{\"rank_id\": 0, "
      "\"device_id\": 0, \"server_id\": \"a\"}, {\"rank_id\": 1, \"device_id\": 1, \"server_id\": "
      "\"b\"}]}",
-     0, HCCL_E_PARA, "field rank_list[1].server_id: value \"b\" is a second server"},
+     0, HCCL_E_NOT_SUPPORT, "field rank_list[1].server_id: value \"b\" is a second server"},
     {"v2_local_id",
      V2_HEAD "\"rank_count\": 1, \"rank_list\": [{\"rank_id\": 0, \"device_id\": 0, "
              "\"local_id\": \"x\"}]}",

@@ -1,0 +1,153 @@
+/*
+ * Agreement across hosts: before any byte of a collective moves, every rank
+ * checks that the fields ranks must pass alike (zh_op_key: kind, dtype,
+ * reduce op, root, count, as on one host) agree on every host, so that a
+ * mismatch fails the op with HCCL_E_PARA on every rank, before data moves,
+ * and leaves the communicator usable (the next agreeing op works), as on
+ * one host.
+ *
+ * Two steps, one local synchronisation:
+ *  1. Counterparts. Rank i of host A (na ranks) and rank j of host B (nb
+ *     ranks) exchange their keys over UCX when j mod na == i or j == i mod
+ *     nb (a symmetric relation): every rank of B is compared with at least
+ *     one rank of A and the reverse. Each rank sends one small message to
+ *     each of its counterparts, about max(nb / na, 1) + 1 per other host.
+ *  2. Local verdict. The ranks of a host publish their "a counterpart
+ *     differs" flag and their key in their control segment's agree[] words
+ *     (unused otherwise on a local comm: symmetric windows are refused
+ *     across hosts), meet at a barrier of the local comm, read every local
+ *     rank's words, and meet again before the words may be reused. The
+ *     barriers are the ones the local ops use, on the thread that runs
+ *     them, so they never interleave with a local op. No data buffer, so
+ *     no CCL buffer and no staging.
+ * Every host then fails: a host whose ranks differ among themselves sees it
+ * in step 2; a host whose ranks all agree with each other but not with some
+ * rank r of another host has a counterpart of r, which sees the difference
+ * in step 1 and tells its host in step 2. All ranks reach the verdict after
+ * the same messages, so nothing is left in flight.
+ */
+#include "hccl_hier.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "zc/log.h"
+
+#define ZH_STEP_AGREE 0xfffffffu /* the tag step of the agreement message */
+
+static const char *const zh_key_names[ZH_OP_KEY_WORDS] = {"collective", "dtype", "reduce op",
+                                                          "root", "count"};
+
+/* Are rank i of a host of na ranks and rank j of a host of nb counterparts? */
+static int zh_agree_pair(int i, int na, int j, int nb)
+{
+    return j % na == i || j == i % nb;
+}
+
+/* My counterparts on the other hosts, in rank order; returns how many. */
+static int zh_agree_peers(zh_hop_t *x, int *peers)
+{
+    zh_level_t *lv = &x->h->level[ZH_LEVEL_HOST];
+    int i = lv->index_of[x->c->rank];
+    int na = zh_host_size(x->h, lv->group);
+    int n = 0;
+    for (int g = 0; g < lv->ngroups; g++) {
+        int nb = zh_host_size(x->h, g);
+        for (int j = 0; g != lv->group && j < nb; j++) {
+            if (zh_agree_pair(i, na, j, nb)) {
+                peers[n++] = zh_host_member(x->h, g, j);
+            }
+        }
+    }
+    return n;
+}
+
+/* Step 1: 1 if a counterpart passed another key (logged once), 0 if none,
+ * or an error of the transport. */
+static int zh_agree_remote(zh_hop_t *x, const uint64_t *key)
+{
+    int nr = x->c->nranks;
+    int *peers = malloc(sizeof(int) * (size_t)nr);
+    uint64_t *theirs = malloc(sizeof(uint64_t) * ZH_OP_KEY_WORDS * (size_t)nr);
+    zh_net_req_t *r = calloc(2 * (size_t)nr, sizeof(*r));
+    if (peers == NULL || theirs == NULL || r == NULL) {
+        free(peers);
+        free(theirs);
+        free(r);
+        ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory for the agreement across hosts", x->c->rank);
+        return ZC_ERR_NOMEM;
+    }
+    size_t kb = sizeof(uint64_t) * ZH_OP_KEY_WORDS;
+    int np = zh_agree_peers(x, peers);
+    int nq = 0;
+    int st = ZC_OK;
+    for (int k = 0; k < np && st == ZC_OK; k++) {
+        uint64_t tr = ZH_TAG_COLL(x->seq, peers[k], ZH_STEP_AGREE);
+        uint64_t ts = ZH_TAG_COLL(x->seq, x->c->rank, ZH_STEP_AGREE);
+        st = zh_net_irecv(x->h->net, peers[k], tr, theirs + k * ZH_OP_KEY_WORDS, kb, &r[nq++]);
+        st = st == ZC_OK ? zh_net_isend(x->h->net, peers[k], ts, key, kb, &r[nq++]) : st;
+    }
+    if (st == ZC_OK) {
+        st = zh_hier_wait(x, r, nq);
+    } else {
+        zh_net_cancel(x->h->net, r, nq);
+    }
+    for (int k = 0; k < np && st == ZC_OK; k++) {
+        const uint64_t *t = theirs + k * ZH_OP_KEY_WORDS;
+        for (int w = 0; w < ZH_OP_KEY_WORDS && st == ZC_OK; w++) {
+            if (t[w] != key[w]) {
+                ZC_WARN(ZC_SUB_COLL,
+                        "rank %d: op %u (%s): rank %d on another host passed %s %llu but this "
+                        "rank passed %llu; failing the op",
+                        x->c->rank, x->seq, zh_op_name((int)key[0]), peers[k], zh_key_names[w],
+                        (unsigned long long)t[w], (unsigned long long)key[w]);
+                st = 1;
+            }
+        }
+    }
+    free(peers);
+    free(theirs);
+    free(r);
+    return st;
+}
+
+/* Step 2: ZC_OK if every rank of my host agrees and saw no difference. */
+static int zh_agree_local(zh_hop_t *x, const uint64_t *key, int differs)
+{
+    zh_comm_t *l = x->h->local;
+    if (l->nranks == 1) {
+        return differs ? ZC_ERR_INVAL : ZC_OK;
+    }
+    uint64_t *mine = l->ctrl->agree; /* kind, dtype and reduce op are small enums */
+    mine[0] = (uint64_t)differs;
+    mine[1] = (key[0] & 0xffffu) | (key[1] & 0xffffu) << 16 | (key[2] & 0xffffu) << 32;
+    mine[2] = key[3];
+    mine[3] = key[4];
+    int st = zh_barrier(l); /* release: agree[] first */
+    int bad = differs;
+    for (int q = 0; q < l->nranks && st == ZC_OK; q++) {
+        const uint64_t *a = l->peers[q].ctrl->agree;
+        bad |= a[0] != 0 || a[1] != mine[1] || a[2] != mine[2] || a[3] != mine[3];
+    }
+    /* Nobody may overwrite agree[] (next op) before everyone read it. */
+    st = st == ZC_OK ? zh_barrier(l) : st;
+    if (st != ZC_OK) {
+        return st;
+    }
+    if (bad && !differs) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: op %u (%s): ranks disagree across hosts; failing the op",
+                x->c->rank, x->seq, zh_op_name((int)key[0]));
+    }
+    return bad ? ZC_ERR_INVAL : ZC_OK;
+}
+
+int zh_hier_agree(zh_hop_t *x)
+{
+    uint64_t key[ZH_OP_KEY_WORDS];
+    zh_op_key(x->op, key);
+    int differs = zh_agree_remote(x, key);
+    if (differs < 0) {
+        return differs;
+    }
+    return zh_agree_local(x, key, differs);
+}
