@@ -14,6 +14,7 @@
 #include "hccl_hier.h"
 
 #include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -371,10 +372,13 @@ HcclResult zh_hier_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
                 zh_op_name(op->kind), c->rank);
         return HCCL_E_NOT_SUPPORT;
     }
+    bool has_v = false;
+    for (int i = 0; i < ZH_V_ARRAYS; i++) {
+        has_v = has_v || op->v[i] != NULL;
+    }
     zh_hjob_t *j = calloc(1, sizeof(*j));
-    if (j == NULL ||
-        (op->v[ZH_V_SEND_COUNTS] != NULL &&
-         (j->arrays = malloc(ZH_V_ARRAYS * sizeof(uint64_t) * (size_t)c->nranks)) == NULL)) {
+    if (j == NULL || (has_v && (j->arrays = malloc(ZH_V_ARRAYS * sizeof(uint64_t) *
+                                                   (size_t)c->nranks)) == NULL)) {
         free(j);
         ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory queueing an op", c->rank);
         return HCCL_E_MEMORY;
