@@ -31,7 +31,10 @@
 
 #include "zt_launch.h"
 
-#define FM_ITERS 300
+/* Per thread at most; the first refused op ends the run. Ops that finish on the
+ * caller's thread in about a microsecond let one thread's whole run fit into the
+ * other's wait for a core, so the threads need many ops to overlap at all. */
+#define FM_ITERS 200000
 #define FM_LAUNCH_TIMEOUT_S 120
 
 typedef struct {
