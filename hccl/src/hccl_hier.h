@@ -89,6 +89,10 @@ typedef struct {
 
 /* hccl_hier.c */
 void *zh_hier_scratch(zh_hier_t *h, size_t bytes);
+/* A local rank that failed meanwhile timed out waiting for another host: an
+ * op that failed here because of it (st ZC_ERR_REMOTE) timed out too, rather
+ * than "a peer failed". Returns st, or ZC_ERR_TIMEOUT then. */
+int zh_hier_cause(zh_comm_t *l, int st);
 int zh_hier_wait(zh_hop_t *x, zh_net_req_t *r, int n);
 int zh_hier_local(zh_hop_t *x, const zh_op_t *op);
 

@@ -111,18 +111,6 @@ static int zh_agree_remote(zh_hop_t *x, const uint64_t *key)
     return st;
 }
 
-/* A local rank that failed meanwhile timed out waiting for another host (it
- * met me at the previous barrier): the op timed out here too, not "a peer
- * failed". */
-static int zh_agree_cause(zh_comm_t *l, int st)
-{
-    for (int q = 0; q < l->nranks && st == ZC_ERR_REMOTE; q++) {
-        unsigned e = atomic_load_explicit(&l->peers[q].ctrl->error.value, memory_order_relaxed);
-        st = q != l->rank && e == HCCL_E_TIMEOUT ? ZC_ERR_TIMEOUT : st;
-    }
-    return st;
-}
-
 /* Step 2: ZC_OK if every rank of my host agrees and saw no difference. */
 static int zh_agree_local(zh_hop_t *x, const uint64_t *key, int differs)
 {
@@ -144,7 +132,7 @@ static int zh_agree_local(zh_hop_t *x, const uint64_t *key, int differs)
     /* Nobody may overwrite agree[] (next op) before everyone read it. */
     st = st == ZC_OK ? zh_barrier(l) : st;
     if (st != ZC_OK) {
-        return zh_agree_cause(l, st);
+        return zh_hier_cause(l, st);
     }
     if (bad && !differs) {
         ZC_WARN(ZC_SUB_COLL, "rank %d: op %u (%s): ranks disagree across hosts; failing the op",

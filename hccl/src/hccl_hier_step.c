@@ -41,9 +41,19 @@ static int zh_hier_aborted(void *arg)
     return 0;
 }
 
+int zh_hier_cause(zh_comm_t *l, int st)
+{
+    for (int q = 0; q < l->nranks && st == ZC_ERR_REMOTE; q++) {
+        unsigned e = atomic_load_explicit(&l->peers[q].ctrl->error.value, memory_order_relaxed);
+        st = q != l->rank && e == HCCL_E_TIMEOUT ? ZC_ERR_TIMEOUT : st;
+    }
+    return st;
+}
+
 int zh_hier_wait(zh_hop_t *x, zh_net_req_t *r, int n)
 {
-    return zh_net_wait(x->h->net, r, n, x->c->exec_timeout_ns, zh_hier_aborted, x->c);
+    int st = zh_net_wait(x->h->net, r, n, x->c->exec_timeout_ns, zh_hier_aborted, x->c);
+    return zh_hier_cause(x->h->local, st);
 }
 
 int zh_hier_local(zh_hop_t *x, const zh_op_t *op)
@@ -52,5 +62,6 @@ int zh_hier_local(zh_hop_t *x, const zh_op_t *op)
     if (r == HCCL_SUCCESS) {
         return ZC_OK;
     }
-    return r == HCCL_E_PARA ? ZC_ERR_INVAL : r == HCCL_E_TIMEOUT ? ZC_ERR_TIMEOUT : ZC_ERR_REMOTE;
+    int st = r == HCCL_E_PARA ? ZC_ERR_INVAL : r == HCCL_E_TIMEOUT ? ZC_ERR_TIMEOUT : ZC_ERR_REMOTE;
+    return zh_hier_cause(x->h->local, st);
 }
