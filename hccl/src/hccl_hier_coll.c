@@ -218,10 +218,45 @@ static int zh_overlap(const void *a, size_t na, const void *b, size_t nb)
            (const char *)b < (const char *)a + na;
 }
 
+/* The last step of ReduceScatter: recv holds my host's partial of my block,
+ * tmp the raw blocks of mine from the ranks of other hosts (rank order,
+ * blocks of bytes). Each other host's partial is its blocks in rank order
+ * (stored in the dtype, in place over its first block), then the partials
+ * combine in host order: the order of AllReduce, the same on every rank. */
+static int zh_rs_combine(zh_hop_t *x, char *tmp, const void **src)
+{
+    zh_level_t *lv = ZH_LV(x);
+    const zh_op_t *op = x->op;
+    size_t bytes = op->count * x->sz;
+    const void **part = calloc((size_t)lv->ngroups, sizeof(void *));
+    if (part == NULL) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory combining host partials", x->c->rank);
+        return ZC_ERR_NOMEM;
+    }
+    for (int g = 0, k = 0; g < lv->ngroups; g++) {
+        int ng = zh_host_size(x->h, g);
+        if (g == lv->group) {
+            part[g] = op->recv;
+            continue;
+        }
+        for (int i = 0; i < ng; i++) {
+            src[i] = tmp + bytes * (size_t)(k + i);
+        }
+        if (ng > 1) {
+            coll_reduce_n((void *)(uintptr_t)src[0], src, ng, op->count, op->dtype, op->redop);
+        }
+        part[g] = src[0];
+        k += ng;
+    }
+    coll_reduce_n(op->recv, part, lv->ngroups, op->count, op->dtype, op->redop);
+    free(part);
+    return ZC_OK;
+}
+
 /* ReduceScatter: a local ReduceScatterV gives each local rank its host's
  * partial of its own block, in place in its recv (zero-copy on activated
  * memory); the ranks of other hosts send me their block of mine as it is;
- * I combine host partial then those blocks in rank order. Each rank sends
+ * I combine them as AllReduce does (zh_rs_combine). Each rank sends
  * count x (ranks on other hosts) elements. */
 static int zh_reducescatter(zh_hop_t *x)
 {
@@ -257,9 +292,10 @@ static int zh_reducescatter(zh_hop_t *x)
     const void **src = calloc((size_t)nrem + 1, sizeof(void *));
     int st = tmp == NULL || v == NULL || src == NULL || send == NULL ? ZC_ERR_NOMEM : ZC_OK;
     zh_reqs_t q = {0};
-    for (int r = 0, k = 0; r < n && st == ZC_OK; r++) {
-        if (x->h->remote[r]) {
-            src[1 + k] = tmp + bytes * (size_t)k;
+    /* the raw blocks land host by host, members in rank order */
+    for (int g = 0, k = 0; g < lv->ngroups && st == ZC_OK; g++) {
+        for (int i = 0; g != lv->group && i < zh_host_size(x->h, g) && st == ZC_OK; i++) {
+            int r = zh_host_member(x->h, g, i);
             st = zh_post(x, &q, 0, r, 0, tmp + bytes * (size_t)k++, bytes);
             st = st == ZC_OK
                      ? zh_post(x, &q, 1, r, 0, (void *)(send + sd[r] * x->sz), sc[r] * x->sz)
@@ -287,8 +323,7 @@ static int zh_reducescatter(zh_hop_t *x)
     }
     st = zh_reqs_finish(x, &q, st);
     if (st == ZC_OK) {
-        src[0] = op->recv;
-        coll_reduce_n(op->recv, src, nrem + 1, op->count, op->dtype, op->redop);
+        st = zh_rs_combine(x, tmp, src);
     }
     free(src);
     free(v);
@@ -381,6 +416,18 @@ static int zh_reduce(zh_hop_t *x)
 
 /* ---- copies ------------------------------------------------------------------------------ */
 
+/* AllGather(V): post the receives of the other hosts' blocks. */
+static int zh_ag_recvs(zh_hop_t *x, zh_reqs_t *q, const uint64_t *rc, const uint64_t *rd)
+{
+    int st = ZC_OK;
+    for (int r = 0; r < x->c->nranks && st == ZC_OK; r++) {
+        if (x->h->remote[r]) {
+            st = zh_post(x, q, 0, r, 0, zh_at(x->op->recv, rd[r], x->sz), rc[r] * x->sz);
+        }
+    }
+    return st;
+}
+
 /* AllGather(V): my block goes to every rank of the other hosts, theirs land
  * at their displacement; my host's blocks through a local AllGatherV. */
 static int zh_allgather(zh_hop_t *x)
@@ -415,10 +462,12 @@ static int zh_allgather(zh_hop_t *x)
     int st = send == NULL && bytes > 0 ? ZC_ERR_NOMEM : ZC_OK;
     for (int r = 0; r < n && st == ZC_OK; r++) {
         if (x->h->remote[r]) {
-            st = zh_post(x, &q, 0, r, 0, zh_at(op->recv, rd[r], sz), rc[r] * sz);
-            st = st == ZC_OK ? zh_post(x, &q, 1, r, 0, (void *)(uintptr_t)send, bytes) : st;
+            st = zh_post(x, &q, 1, r, 0, (void *)(uintptr_t)send, bytes);
         }
     }
+    /* With my block copied, the local step still reads it where it is:
+     * the receives, which may land on it, wait for the local step. */
+    st = st == ZC_OK && copy == NULL ? zh_ag_recvs(x, &q, rc, rd) : st;
     int nl = l->nranks;
     uint64_t *lv2 = st == ZC_OK && nl > 1 ? calloc(2 * (size_t)nl, sizeof(uint64_t)) : NULL;
     st = st == ZC_OK && nl > 1 && lv2 == NULL ? ZC_ERR_NOMEM : st;
@@ -441,34 +490,40 @@ static int zh_allgather(zh_hop_t *x)
     } else if (st == ZC_OK && op->send != zh_at(op->recv, rd[me], sz)) {
         memmove(zh_at(op->recv, rd[me], sz), op->send, bytes);
     }
+    st = st == ZC_OK && copy != NULL ? zh_ag_recvs(x, &q, rc, rd) : st;
     free(lv2);
     free(copy);
     free(v);
     return zh_reqs_finish(x, &q, st);
 }
 
-/* AlltoAllV with global arrays sc/sd/rc/rd (elements): remote pairs on UCX,
- * local pairs in a local AlltoAllV. root >= 0: a Scatter from root (only the
- * root sends, every rank receives rc[root]). */
-static int zh_alltoallv(zh_hop_t *x, const void *send, const uint64_t *sc, const uint64_t *sd,
-                        const uint64_t *rc, const uint64_t *rd)
+/* The receives (recv = 1) or the sends of an AlltoAllV's remote pairs. */
+static int zh_a2a_post(zh_hop_t *x, zh_reqs_t *q, int recv, const void *rsend, const uint64_t *c,
+                       const uint64_t *d)
+{
+    int st = ZC_OK;
+    for (int r = 0; r < x->c->nranks && st == ZC_OK; r++) {
+        if (x->h->remote[r] && c[r] > 0) {
+            void *at = zh_at(recv ? x->op->recv : rsend, d[r], x->sz);
+            st = zh_post(x, q, !recv, r, 0, at, c[r] * x->sz);
+        }
+    }
+    return st;
+}
+
+/* AlltoAllV with global arrays sc/sd/rc/rd (elements): remote pairs on UCX
+ * (sends read rsend), local pairs in a local AlltoAllV (reading op->send).
+ * late: receives from other hosts are posted only after the local step (a
+ * block they land on is read by it). A Scatter has only the root send. */
+static int zh_alltoallv(zh_hop_t *x, const void *rsend, int late, const uint64_t *sc,
+                        const uint64_t *sd, const uint64_t *rc, const uint64_t *rd)
 {
     zh_comm_t *l = x->h->local;
     zh_level_t *lv = ZH_LV(x);
     size_t sz = x->sz;
     zh_reqs_t q = {0};
-    int st = ZC_OK;
-    for (int r = 0; r < x->c->nranks && st == ZC_OK; r++) {
-        if (!x->h->remote[r]) {
-            continue;
-        }
-        if (rc[r] > 0) {
-            st = zh_post(x, &q, 0, r, 0, zh_at(x->op->recv, rd[r], sz), rc[r] * sz);
-        }
-        if (st == ZC_OK && sc[r] > 0) {
-            st = zh_post(x, &q, 1, r, 0, zh_at(send, sd[r], sz), sc[r] * sz);
-        }
-    }
+    int st = zh_a2a_post(x, &q, 0, rsend, sc, sd);
+    st = st == ZC_OK && !late ? zh_a2a_post(x, &q, 1, NULL, rc, rd) : st;
     int nl = l->nranks;
     uint64_t *v = st == ZC_OK ? calloc(4 * (size_t)nl, sizeof(uint64_t)) : NULL;
     st = st == ZC_OK && v == NULL ? ZC_ERR_NOMEM : st;
@@ -480,24 +535,56 @@ static int zh_alltoallv(zh_hop_t *x, const void *send, const uint64_t *sc, const
         v[nl + i] = sd[g];
         v[2 * nl + i] = rc[g];
         v[3 * nl + i] = rd[g];
-        sb = ZC_MAX(sb, (sd[g] + sc[g]) * sz);
-        rb = ZC_MAX(rb, (rd[g] + rc[g]) * sz);
+        /* empty blocks reach nothing (a Scatter's non-root may pass NULL) */
+        sb = sc[g] > 0 ? ZC_MAX(sb, (sd[g] + sc[g]) * sz) : sb;
+        rb = rc[g] > 0 ? ZC_MAX(rb, (rd[g] + rc[g]) * sz) : rb;
     }
     if (st == ZC_OK) {
-        zh_op_t a = {ZH_OP_ALLTOALLV,
-                     x->op->dtype,
-                     0,
-                     0,
-                     0,
-                     send,
-                     x->op->recv,
-                     sb,
-                     rb,
-                     {v, v + nl, v + 2 * nl, v + 3 * nl}};
+        zh_op_t a = {ZH_OP_ALLTOALLV, x->op->dtype, 0,  0,  0,
+                     x->op->send,     x->op->recv,  sb, rb, {v, v + nl, v + 2 * nl, v + 3 * nl}};
         st = zh_hier_local(x, &a);
     }
+    st = st == ZC_OK && late ? zh_a2a_post(x, &q, 1, NULL, rc, rd) : st;
     free(v);
     return zh_reqs_finish(x, &q, st);
+}
+
+/* In place (a block bound for another host overlaps recv, which receives
+ * may overwrite before it is sent): every block bound for another host goes
+ * from a copy (*copy, send_bytes large; the rest of it unused); the local
+ * step reads send as it is (in place, zero-copy). *late when a receive from
+ * another host lands on a block my host still reads. ZC_OK or ZC_ERR_NOMEM. */
+static int zh_copy_sources(zh_hop_t *x, const uint64_t *sc, const uint64_t *sd, const uint64_t *rc,
+                           const uint64_t *rd, char **copy, int *late)
+{
+    const zh_op_t *op = x->op;
+    size_t sz = x->sz;
+    *copy = NULL;
+    *late = 0;
+    if (!zh_overlap(op->send, op->send_bytes, op->recv, op->recv_bytes)) {
+        return ZC_OK;
+    }
+    int need = 0;
+    for (int r = 0; r < x->c->nranks; r++) {
+        const char *blk = zh_at(op->send, sd[r], sz);
+        need |= x->h->remote[r] && zh_overlap(blk, sc[r] * sz, op->recv, op->recv_bytes);
+        for (int i = 0; !x->h->remote[r] && i < x->c->nranks; i++) {
+            *late |= x->h->remote[i] &&
+                     zh_overlap(blk, sc[r] * sz, zh_at(op->recv, rd[i], sz), rc[i] * sz);
+        }
+    }
+    *copy = need ? malloc(op->send_bytes) : NULL;
+    if (need && *copy == NULL) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory copying %llu bytes in place", x->c->rank,
+                (unsigned long long)op->send_bytes);
+        return ZC_ERR_NOMEM;
+    }
+    for (int r = 0; r < x->c->nranks && need; r++) {
+        if (x->h->remote[r] && sc[r] > 0) {
+            memcpy(*copy + sd[r] * sz, zh_at(op->send, sd[r], sz), sc[r] * sz);
+        }
+    }
+    return ZC_OK;
 }
 
 /* The V arrays of AlltoAll and Scatter in global terms, then zh_alltoallv. */
@@ -509,7 +596,6 @@ static int zh_copy_op(zh_hop_t *x)
     if (v == NULL) {
         return ZC_ERR_NOMEM;
     }
-    const void *send = op->send;
     for (int r = 0; r < n; r++) {
         int scatter = op->kind == ZH_OP_SCATTER;
         int sends = !scatter || x->c->rank == op->root;
@@ -522,20 +608,12 @@ static int zh_copy_op(zh_hop_t *x)
     const uint64_t *sd = op->kind == ZH_OP_ALLTOALLV ? op->v[ZH_V_SEND_DISPLS] : v + n;
     const uint64_t *rc = op->kind == ZH_OP_ALLTOALLV ? op->v[ZH_V_RECV_COUNTS] : v + 2 * n;
     const uint64_t *rd = op->kind == ZH_OP_ALLTOALLV ? op->v[ZH_V_RECV_DISPLS] : v + 3 * n;
-    /* Sends read blocks that receives may overwrite (in place): send a copy. */
     char *copy = NULL;
-    if (op->send_bytes > 0 && op->recv_bytes > 0 &&
-        (const char *)op->send < (const char *)op->recv + op->recv_bytes &&
-        (const char *)op->recv < (const char *)op->send + op->send_bytes) {
-        copy = malloc(op->send_bytes);
-        if (copy == NULL) {
-            free(v);
-            return ZC_ERR_NOMEM;
-        }
-        memcpy(copy, op->send, op->send_bytes);
-        send = copy;
+    int late = 0;
+    int st = zh_copy_sources(x, sc, sd, rc, rd, &copy, &late);
+    if (st == ZC_OK) {
+        st = zh_alltoallv(x, copy != NULL ? copy : op->send, late, sc, sd, rc, rd);
     }
-    int st = zh_alltoallv(x, send, sc, sd, rc, rd);
     free(copy);
     free(v);
     return st;

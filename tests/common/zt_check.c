@@ -488,6 +488,15 @@ int zt_ref_host_ranks(int rank, int nranks)
     return k;
 }
 
+int zt_ref_same_host(int a, int b, int nranks)
+{
+    if (zt_ref_nranks == 0 || nranks != zt_ref_nranks || a < 0 || b < 0 || a >= nranks ||
+        b >= nranks) {
+        return 1;
+    }
+    return zt_ref_host[a] == zt_ref_host[b];
+}
+
 static int zt_ref_reduce_flat(void *out, const void *const *in, int n, size_t count, int dtype,
                               int op);
 

@@ -91,6 +91,9 @@ void zt_ref_set_hosts(int nranks, const int *host_of);
 /** Ranks on rank's host by the table of zt_ref_set_hosts (nranks without one). */
 int zt_ref_host_ranks(int rank, int nranks);
 
+/** Are ranks a and b on one host by that table (always 1 without one)? */
+int zt_ref_same_host(int a, int b, int nranks);
+
 /** Expected AllReduce output (count elements) for pattern p over p->nranks ranks. */
 int zt_ref_allreduce(void *out, size_t count, const zt_pat_t *p);
 

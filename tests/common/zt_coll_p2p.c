@@ -311,7 +311,10 @@ static int zt_pc_run(zt_env_t *env, const zt_pc_t *c, int same_proc, int32_t *bc
         if (m[i].dir == HCCL_SEND) {
             zt_pat_t pat = zt_pc_pat(c, m[i].dtype, m[i].peer, m[i].k);
             zt_fill(sbase + m[i].off, 0, (size_t)m[i].count, &pat, me);
-            staged_want += zc_path ? 0 : m[i].count * zt_dtype_size(m[i].dtype);
+            /* A send to another host cannot know the receiver's memory: it
+             * stages exactly when its own buffer is plain (UCX copies it). */
+            int staged = zt_ref_same_host(me, m[i].peer, n) ? !zc_path : !c->send_zc;
+            staged_want += staged ? m[i].count * zt_dtype_size(m[i].dtype) : 0;
         }
     }
     for (int i = 0; c->with_coll && i < ZT_PC_BCAST; i++) {

@@ -88,9 +88,13 @@ static int zt_cc_same(zt_ccrun_t *r, const unsigned char *got, const unsigned ch
     return 0;
 }
 
-/* Which path every rank must take: zero-copy unless some rank has bytes to
- * move outside activated memory (a rank with none counts as covered). */
-static int zt_cc_expect_zc(const zt_cc_t *c, int n, int *all_empty)
+/* Which path rank me must take: zero-copy unless some rank has bytes to
+ * move outside activated memory (a rank with none counts as covered). Across
+ * hosts each host decides for its own ranks (its local steps are ops of its
+ * own), and a Reduce's partial on a host of several ranks without the root
+ * has no buffer of the user's to land in: it goes through the delegate's
+ * scratch, so that host's local Reduce is buffered. */
+static int zt_cc_expect_zc(const zt_cc_t *c, int n, int me, int *all_empty)
 {
     int zc = 1;
     *all_empty = 1;
@@ -99,9 +103,20 @@ static int zt_cc_expect_zc(const zt_cc_t *c, int n, int *all_empty)
         zt_cc_plan(c, n, q, 1, &p);
         int empty = p.slib == 0 && p.rlib == 0;
         *all_empty &= empty;
-        zc &= p.zc || empty;
+        zc &= p.zc || empty || !zt_ref_same_host(q, me, n);
+    }
+    if (c->coll == ZT_CC_REDUCE && !zt_ref_same_host(c->root, me, n) &&
+        zt_ref_host_ranks(me, n) > 1) {
+        zc = 0;
     }
     return zc;
+}
+
+int zt_cc_expect_buffered(const zt_cc_t *c, int n, int me)
+{
+    int empty = 0;
+    int zc = zt_cc_expect_zc(c, n, me, &empty);
+    return n > 1 && !empty && !zc;
 }
 
 static int zt_cc_counters(zt_ccrun_t *r)
@@ -111,7 +126,7 @@ static int zt_cc_counters(zt_ccrun_t *r)
     uint64_t zc = zccl_comm_zero_copy_ops(env->comm);
     uint64_t bo = zccl_comm_buffered_ops(env->comm);
     int empty = 0;
-    int zc_path = zt_cc_expect_zc(&r->c, env->nranks, &empty);
+    int zc_path = zt_cc_expect_zc(&r->c, env->nranks, env->rank, &empty);
     if (zc_path && st != r->st0) {
         ZT_CC_FAIL(r, "staged bytes went %" PRIu64 " -> %" PRIu64 " on the zero-copy path", r->st0,
                    st);

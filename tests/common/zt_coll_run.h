@@ -57,6 +57,9 @@ int zt_cc_start(zt_env_t *env, const zt_cc_t *c, zt_ccrun_t *r);
 /** Check a started case given what aclrtSynchronizeStream returned. Returns 0, 1 or 2. */
 int zt_cc_finish(zt_ccrun_t *r, aclError sync_rc);
 
+/** Does case c take the buffered path on rank me of n (an op it counts)? */
+int zt_cc_expect_buffered(const zt_cc_t *c, int n, int me);
+
 /** Run one case: start, sync, finish. Returns 0, 1 (checked, failed) or 2 (stop). */
 int zt_cc_run(zt_env_t *env, const zt_cc_t *c);
 
