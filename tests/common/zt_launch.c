@@ -741,8 +741,11 @@ int zt_reactivate_run(zt_env_t *env, int coll)
                 return fails + 1;
             }
         }
-        if (round >= 2) { /* some rank's memory is not activated: buffered everywhere */
-            c.expect_buffered = 1;
+        if (round >= 2) {
+            /* Some rank's memory is not activated: buffered on its host (on
+             * every rank of a one-host comm); across hosts the other hosts'
+             * ranks stay zero-copy (each host decides for its own ranks). */
+            c.expect_buffered = round == 2 || zt_ref_same_host(0, env->rank, env->nranks);
             c.in_place = 0;
             c.seed = zt_next_seed(&seq, 77);
             if (zt_step(env, &c, &cases, &fails)) {
