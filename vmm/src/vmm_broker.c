@@ -21,10 +21,10 @@
  * the fd (SCM_RIGHTS) when it is granted. So no client, silent or hostile,
  * delays another by more than the poll round it takes to serve one request.
  *
- * fork(): the handlers below take the registry and broker locks around
- * fork(). The child has no broker thread, so its handler closes the inherited
- * listening socket and the offer fds and empties the offer list; its first
- * offer starts its own broker under its own pid.
+ * fork(): vmm_fork.c takes the registry and then the broker lock around
+ * fork(). The child has no broker thread, so its handler here closes the
+ * inherited listening socket and the offer fds and empties the offer list;
+ * its first offer starts its own broker under its own pid.
  */
 #include "vmm_share.h"
 
@@ -67,7 +67,6 @@ static vmm_offer_t *vmm_offers;
 static int vmm_broker_fd = -1;    /* listening socket, -1 when no broker runs */
 static pid_t vmm_broker_pid;      /* pid the running broker serves */
 static uint32_t vmm_broker_nonce; /* random part of its name */
-static pthread_once_t vmm_fork_once = PTHREAD_ONCE_INIT;
 
 socklen_t vmm_broker_addr(uint64_t token, struct sockaddr_un *addr)
 {
@@ -84,18 +83,16 @@ int vmm_token_is_mine(uint64_t token)
     return token != 0 && zccl_broker_token_pid(token) == (int32_t)getpid();
 }
 
-/* ---- fork handling ---------------------------------------------------------- */
+/* ---- fork handling (ordered with the registry's by vmm_fork.c) ------------ */
 
-static void vmm_fork_prepare(void)
+void vmm_broker_fork_prepare(void)
 {
-    vmm_fork_prepare_registry();
     pthread_mutex_lock(&vmm_broker_mu);
 }
 
-static void vmm_fork_parent(void)
+void vmm_broker_fork_parent(void)
 {
     pthread_mutex_unlock(&vmm_broker_mu);
-    vmm_fork_parent_registry();
 }
 
 static void vmm_offer_free(vmm_offer_t *o)
@@ -105,7 +102,7 @@ static void vmm_offer_free(vmm_offer_t *o)
     free(o);
 }
 
-static void vmm_fork_child(void)
+void vmm_broker_fork_child(void)
 {
     /* The broker thread did not survive the fork; its socket and offers belong
      * to the parent's pid, so none of it is ours. */
@@ -120,23 +117,6 @@ static void vmm_fork_child(void)
         vmm_offer_free(o);
     }
     pthread_mutex_unlock(&vmm_broker_mu);
-    vmm_fork_child_registry();
-}
-
-static void vmm_fork_register(void)
-{
-    pthread_atfork(vmm_fork_prepare, vmm_fork_parent, vmm_fork_child);
-}
-
-void vmm_fork_init(void)
-{
-    pthread_once(&vmm_fork_once, vmm_fork_register);
-}
-
-/* Registered at load time, so no fork can slip in before the handlers exist. */
-__attribute__((constructor)) static void vmm_broker_ctor(void)
-{
-    vmm_fork_init();
 }
 
 /* ---- offers ----------------------------------------------------------------- */

@@ -122,8 +122,12 @@ int vmm_offer_check_ask(int ranged, uint64_t off, uint64_t len, uint64_t token,
 /** Local fetch of one of this process's offers. Broker lock NOT held. */
 int vmm_broker_fetch_local(uint64_t token, const vmm_ask_t *ask, int *fd, size_t *fsize);
 
-/** Registers the fork handlers once (a constructor of vmm_broker.c calls it). */
-void vmm_fork_init(void);
+/* The broker's fork steps: prepare takes its lock, parent releases it, child
+ * drops the parent's socket and offers and releases it. vmm_fork.c calls them
+ * inside the registry's steps. */
+void vmm_broker_fork_prepare(void);
+void vmm_broker_fork_parent(void);
+void vmm_broker_fork_child(void);
 
 /* ---- FABRIC shareable handle (aclrtMemFabricHandle, 128 bytes) ------------ */
 
