@@ -233,6 +233,13 @@ void zh_send_status(int fd, uint32_t magic, int status);
  */
 int zh_tcp_peer_uid(int fd, uint32_t *uid);
 
+/**
+ * HcclGetRootInfo's work (hccl_boot_root.c) with a default address: the
+ * listener binds fallback_ip when neither HCCL_IF_IP nor HCCL_SOCKET_IFNAME
+ * is set (NULL: the first interface that is up, as HcclGetRootInfo).
+ */
+int zh_boot_root_create_at(HcclRootInfo *info, const char *fallback_ip);
+
 /** Is sa an address of this host (network namespace)? Loopback counts. */
 struct sockaddr_in;
 int zh_addr_is_local(const struct sockaddr_in *sa);

@@ -496,10 +496,15 @@ static int zh_boot_root_serve(int lfd, const uint8_t uuid[16], uint64_t deadline
 /* ---- HcclGetRootInfo ---------------------------------------------------------------- */
 
 /* The address the root binds and advertises: HCCL_IF_IP, else the IPv4
- * address of HCCL_SOCKET_IFNAME, else of the first non-loopback interface
- * that is up (so ranks on other hosts can reach it), else loopback. */
-static int zh_boot_pick_ip(const zc_config_t *cfg, char *ip, size_t n)
+ * address of HCCL_SOCKET_IFNAME, else the caller's (fallback, when not
+ * NULL), else of the first non-loopback interface that is up (so ranks on
+ * other hosts can reach it), else loopback. */
+static int zh_boot_pick_ip(const zc_config_t *cfg, const char *fallback, char *ip, size_t n)
 {
+    if (cfg->if_ip[0] == '\0' && cfg->socket_ifname[0] == '\0' && fallback != NULL) {
+        snprintf(ip, n, "%s", fallback);
+        return ZC_OK;
+    }
     if (cfg->if_ip[0] != '\0') {
         if (strlen(cfg->if_ip) >= n) {
             ZC_WARN(ZC_SUB_BOOT, "HCCL_IF_IP=\"%s\" is too long", cfg->if_ip);
@@ -536,9 +541,14 @@ static int zh_boot_pick_ip(const zc_config_t *cfg, char *ip, size_t n)
 
 int zh_boot_root_create(HcclRootInfo *info)
 {
+    return zh_boot_root_create_at(info, NULL);
+}
+
+int zh_boot_root_create_at(HcclRootInfo *info, const char *fallback_ip)
+{
     const zc_config_t *cfg = zc_config();
     char ipbuf[ZH_RI_OFFSET + 1];
-    ZC_CHECK(zh_boot_pick_ip(cfg, ipbuf, sizeof(ipbuf)));
+    ZC_CHECK(zh_boot_pick_ip(cfg, fallback_ip, ipbuf, sizeof(ipbuf)));
     const char *ip = ipbuf;
     if (strlen(ip) >= ZH_RI_OFFSET) {
         ZC_WARN(ZC_SUB_BOOT, "HCCL_IF_IP=\"%s\" is too long", ip);

@@ -9,11 +9,10 @@
  *    "server_count", when present, must match.
  *  - version "2.0": "rank_count" and a "rank_list" of {"rank_id",
  *    "device_id", optional "local_id", "server_id", "level_list"}.
- * One server only (every rank's server id the same; a second one is
- * HCCL_E_NOT_SUPPORT: the rendezvous is a local socket), and a
- * server id or host_ip written as an IP address must be one of this host's.
+ Any number of servers (up to one per rank); the calling rank's server, when
+ * its server id or host_ip is written as an IP address, must be this host.
  * Rank ids are distinct and below the rank count (so exactly 0..n-1), device
- * ids distinct and below the device count.
+ * ids distinct on each server and below the device count.
  * Every refusal is HCCL_E_PARA (HCCL_E_OPEN_FILE_FAILURE for an unreadable
  * file) with one log line naming the file, the field and the value.
  */
@@ -23,6 +22,7 @@
 #include <errno.h>
 #include <ifaddrs.h>
 #include <json-c/json.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -150,35 +150,63 @@ static int zh_rt_foreign_ip(const char *s)
     return !local;
 }
 
-/* Record the server a rank is on: one server only, and it must be here. */
-static int zh_rt_server(zh_rt_t *t, const char *id, const char *field, const char *where)
+/* Refuse server s's server_id or host_ip when it is an IP address of another
+ * host: the calling rank is on s. */
+static int zh_rt_here(zh_rt_t *t, uint32_t s)
 {
-    if (id == NULL) {
-        return ZC_OK;
+    const zh_rt_server_t *v = &t->server[s];
+    const char *field = "server_id";
+    const char *val = v->id;
+    if (!zh_rt_foreign_ip(val)) {
+        field = "host_ip";
+        val = v->ip;
+        if (!zh_rt_foreign_ip(val)) {
+            return ZC_OK;
+        }
     }
-    if (zh_rt_foreign_ip(id)) {
-        ZH_RT_BAD(t,
-                  "field %s%s: value \"%s\" is not an address of this host (a rank table "
-                  "for another host)",
-                  where, field, id);
+    ZH_RT_BAD(t,
+              "field %s%s: value \"%s\" is not an address of this host (rank %u is on that "
+              "server: a rank table for another host)",
+              v->where, field, val, t->me);
+    return ZC_ERR_INVAL;
+}
+
+/* The server named id (ip: its host_ip or NULL) into *idx, added when new; a
+ * 1.x table (unique) lists each server once. */
+static int zh_rt_server(zh_rt_t *t, const char *id, const char *ip, const char *where, int unique,
+                        uint32_t *idx)
+{
+    id = id != NULL ? id : "";
+    if (strlen(id) >= ZH_RT_ID_MAX || (ip != NULL && strlen(ip) >= ZH_RT_IP_MAX)) {
+        ZH_RT_BAD(t, "field %s%s: value \"%.40s...\" is longer than %d bytes", where,
+                  strlen(id) >= ZH_RT_ID_MAX ? "server_id" : "host_ip",
+                  strlen(id) >= ZH_RT_ID_MAX ? id : ip,
+                  (strlen(id) >= ZH_RT_ID_MAX ? ZH_RT_ID_MAX : ZH_RT_IP_MAX) - 1);
         return ZC_ERR_INVAL;
     }
-    if (strcmp(field, "server_id") != 0) {
-        return ZC_OK;
+    for (uint32_t s = 0; s < t->nservers; s++) {
+        if (strcmp(t->server[s].id, id) == 0) {
+            if (unique) {
+                ZH_RT_BAD(t, "field %sserver_id: value \"%s\" is also %sserver_id", where, id,
+                          t->server[s].where);
+                return ZC_ERR_INVAL;
+            }
+            *idx = s;
+            return ZC_OK;
+        }
     }
-    if (t->server[0] != '\0' && strcmp(t->server, id) != 0) {
-        ZH_RT_BAD(t,
-                  "field %s%s: value \"%s\" is a second server (\"%s\" before): rank tables "
-                  "of several servers are not supported (use HcclCommInitRootInfo across hosts)",
-                  where, field, id, t->server);
-        return ZC_ERR_NOT_SUPPORT;
-    }
-    snprintf(t->server, sizeof(t->server), "%s", id);
+    zh_rt_server_t *v = &t->server[t->nservers];
+    snprintf(v->id, sizeof(v->id), "%s", id);
+    snprintf(v->ip, sizeof(v->ip), "%s", ip != NULL ? ip : "");
+    snprintf(v->where, sizeof(v->where), "%s", where);
+    *idx = t->nservers++;
     return ZC_OK;
 }
 
-/* One rank entry {rank_id, device_id}: range and uniqueness checks. */
-static int zh_rt_rank(zh_rt_t *t, json_object *o, const char *where)
+/* One rank entry {rank_id, device_id} on server s: range and uniqueness
+ * checks (device ids are per server); a rank that is the caller's checks
+ * the server is this host. */
+static int zh_rt_rank(zh_rt_t *t, json_object *o, const char *where, uint32_t s)
 {
     int64_t rank = -1;
     int64_t dev = -1;
@@ -205,14 +233,15 @@ static int zh_rt_rank(zh_rt_t *t, json_object *o, const char *where)
         return ZC_ERR_INVAL;
     }
     for (uint32_t r = 0; r < t->nranks; r++) {
-        if (t->device[r] == dev) {
+        if (t->device[r] == dev && t->server_of[r] == s) {
             ZH_RT_BAD(t, "field %sdevice_id: value %lld is also rank %u's device", where,
                       (long long)dev, r);
             return ZC_ERR_INVAL;
         }
     }
     t->device[rank] = (int32_t)dev;
-    return ZC_OK;
+    t->server_of[rank] = s;
+    return (uint64_t)rank == t->me ? zh_rt_here(t, s) : ZC_OK;
 }
 
 /* The top-level list field with its optional count field, which must match. */
@@ -234,8 +263,8 @@ static int zh_rt_list(zh_rt_t *t, json_object *root, const char *list, const cha
 
 static int zh_rt_max(zh_rt_t *t, size_t n)
 {
-    if (n > ZH_MAX_RANKS) {
-        ZH_RT_BAD(t, "%zu ranks: at most %d", n, ZH_MAX_RANKS);
+    if (n > ZH_MAX_COMM_RANKS) {
+        ZH_RT_BAD(t, "%zu ranks: at most %d", n, ZH_MAX_COMM_RANKS);
         return ZC_ERR_INVAL;
     }
     t->nranks = (uint32_t)n;
@@ -267,19 +296,17 @@ static int zh_rt_parse_v1(zh_rt_t *t, json_object *root)
         const char *ip = NULL;
         char where[64];
         snprintf(where, sizeof(where), "server_list[%zu].", s);
+        uint32_t idx = 0;
         st = zh_rt_str(t, srv, "server_id", where, 1, &id);
         if (st == ZC_OK) {
             st = zh_rt_str(t, srv, "host_ip", where, 0, &ip);
         }
         if (st == ZC_OK) {
-            st = zh_rt_server(t, id, "server_id", where);
-        }
-        if (st == ZC_OK) {
-            st = zh_rt_server(t, ip, "host_ip", where);
+            st = zh_rt_server(t, id, ip, where, 1, &idx);
         }
         for (size_t d = 0; d < json_object_array_length(devs) && st == ZC_OK; d++) {
             snprintf(where, sizeof(where), "server_list[%zu].device[%zu].", s, d);
-            st = zh_rt_rank(t, json_object_array_get_idx(devs, d), where);
+            st = zh_rt_rank(t, json_object_array_get_idx(devs, d), where, idx);
         }
     }
     return st;
@@ -300,15 +327,24 @@ static int zh_rt_parse_v2(zh_rt_t *t, json_object *root)
         snprintf(where, sizeof(where), "rank_list[%zu].", i);
         const char *id = NULL;
         int64_t local = -1;
+        uint32_t idx = 0;
         st = zh_rt_str(t, o, "server_id", where, 0, &id);
         if (st == ZC_OK) {
             st = zh_rt_uint(t, o, "local_id", where, 0, &local);
         }
         if (st == ZC_OK) {
-            st = zh_rt_server(t, id, "server_id", where);
+            st = zh_rt_server(t, id, NULL, where, 0, &idx);
         }
         if (st == ZC_OK) {
-            st = zh_rt_rank(t, o, where);
+            st = zh_rt_rank(t, o, where, idx);
+        }
+    }
+    /* Without a server_id a rank cannot be placed once others name servers. */
+    for (uint32_t s = 0; s < t->nservers && st == ZC_OK && t->nservers > 1; s++) {
+        if (t->server[s].id[0] == '\0') {
+            ZH_RT_BAD(t, "field %sserver_id is missing (other ranks name their servers)",
+                      t->server[s].where);
+            st = ZC_ERR_INVAL;
         }
     }
     return st;
@@ -331,9 +367,10 @@ static int zh_rt_parse_root(zh_rt_t *t, json_object *root)
                   status);
         st = ZC_ERR_INVAL;
     }
-    for (int r = 0; r < ZH_MAX_RANKS; r++) {
+    for (int r = 0; r < ZH_MAX_COMM_RANKS; r++) {
         t->device[r] = -1;
     }
+    t->nservers = 0;
     if (st != ZC_OK) {
         return st;
     }
@@ -349,6 +386,32 @@ static int zh_rt_parse_root(zh_rt_t *t, json_object *root)
     }
     /* n entries with distinct ids below n: every rank 0..n-1 is present. */
     return st;
+}
+
+int zh_rt_server_ip(const zh_rt_t *t, uint32_t s, char ip[ZH_RT_IP_MAX])
+{
+    const zh_rt_server_t *v = &t->server[s];
+    struct in_addr a;
+    const char *lit = inet_pton(AF_INET, v->ip, &a) == 1   ? v->ip
+                      : inet_pton(AF_INET, v->id, &a) == 1 ? v->id
+                                                           : NULL;
+    if (lit != NULL) {
+        snprintf(ip, ZH_RT_IP_MAX, "%s", lit);
+        return ZC_OK;
+    }
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    int rc = v->id[0] != '\0' ? getaddrinfo(v->id, NULL, &hints, &res) : EAI_NONAME;
+    if (rc != 0 || res == NULL) {
+        ZH_RT_BAD(t,
+                  "field %sserver_id: value \"%s\": no IPv4 address for this server (no "
+                  "host_ip, not an IPv4 address, the name does not resolve: %s)",
+                  v->where, v->id, gai_strerror(rc));
+        return ZC_ERR_INVAL;
+    }
+    inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)res->ai_addr)->sin_addr, ip, ZH_RT_IP_MAX);
+    freeaddrinfo(res);
+    return ZC_OK;
 }
 
 /* Read the whole file (the hash of its bytes names the rendezvous). */

@@ -1,10 +1,12 @@
 /*
  * Rank-table init: HcclCommInitClusterInfo[Config] (the file is read and
- * checked by hccl_ranktable.c).
+ * checked by hccl_ranktable.c; a table naming several servers meets over
+ * TCP, hccl_ranktable_net.c).
  *
- * Rendezvous (the ranks start independently with only the path and their
- * rank): the table's rank 0 makes a root info (hccl_boot_root.c) and serves it on
- * the abstract Unix socket "zccl-rt-<uid>-<hash of the file's bytes>"; the
+ * Rendezvous on one server (the ranks start independently with only the
+ * path and their rank): the table's rank 0 makes a root info
+ * (hccl_boot_root.c) and serves it on the abstract Unix socket
+ * "zccl-rt-<uid>-<hash of the file's bytes>"; the
  * others connect there (retrying until HCCL_CONNECT_TIMEOUT), check with
  * SO_PEERCRED that the server runs as their uid (the server checks theirs),
  * read the root info, and all run the root-info init. Rank 0 stops serving
@@ -34,7 +36,7 @@ typedef struct {
     int fd;
     atomic_int stop;
     const HcclRootInfo *info;
-} zh_rt_server_t;
+} zh_rt_sock_t;
 
 /* Abstract socket name: uid plus a 64-bit FNV-1a hash of the file's bytes. */
 static socklen_t zh_rt_addr(const char *buf, long len, struct sockaddr_un *a)
@@ -59,7 +61,7 @@ static int zh_rt_peer_uid_ok(int fd)
 
 static void *zh_rt_serve(void *arg)
 {
-    zh_rt_server_t *s = arg;
+    zh_rt_sock_t *s = arg;
     while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
         struct pollfd p = {s->fd, POLLIN, 0};
         if (poll(&p, 1, 50) <= 0) {
@@ -90,7 +92,7 @@ static HcclResult zh_rt_root(const zh_rt_t *t, const struct sockaddr_un *a, sock
     if (r != HCCL_SUCCESS) {
         return r;
     }
-    zh_rt_server_t s = {socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), 0, &info};
+    zh_rt_sock_t s = {socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), 0, &info};
     if (s.fd < 0 || bind(s.fd, (const struct sockaddr *)a, alen) != 0 || listen(s.fd, 64) != 0) {
         ZC_WARN(ZC_SUB_INIT,
                 "rank table %s: rank 0 cannot serve the rendezvous socket @%s: %s "
@@ -156,6 +158,34 @@ static HcclResult zh_rt_fetch(const zh_rt_t *t, uint32_t rank, const struct sock
     }
 }
 
+/* The table's device_id takes precedence, as in CANN. */
+static HcclResult zh_rt_device(const zh_rt_t *t, uint32_t rank)
+{
+    int dev = t->device[rank];
+    if (zccl_current_device() != dev) {
+        ZC_INFO(ZC_SUB_INIT, "rank %u: rank table %s: using device %d", rank, t->path, dev);
+        if (aclrtSetDevice(dev) != ACL_SUCCESS) {
+            ZH_RT_BAD(t, "rank %u: aclrtSetDevice(%d) failed", rank, dev);
+            return HCCL_E_PARA;
+        }
+    }
+    return HCCL_SUCCESS;
+}
+
+/* One server: the abstract socket named after the file's bytes. */
+static HcclResult zh_rt_local_init(const zh_rt_t *t, const char *buf, long len, uint32_t rank,
+                                   const HcclCommConfig *cfg, HcclComm *out)
+{
+    struct sockaddr_un a;
+    socklen_t alen = zh_rt_addr(buf, len, &a);
+    if (rank == 0) {
+        return zh_rt_root(t, &a, alen, cfg, out);
+    }
+    HcclRootInfo info;
+    HcclResult r = zh_rt_fetch(t, rank, &a, alen, &info);
+    return r != HCCL_SUCCESS ? r : zh_comm_init(t->nranks, &info, rank, cfg, out);
+}
+
 HcclResult zh_ranktable_init(const char *path, uint32_t rank, const HcclCommConfig *cfg,
                              HcclComm *out)
 {
@@ -175,36 +205,26 @@ HcclResult zh_ranktable_init(const char *path, uint32_t rank, const HcclCommConf
     if (st != ZC_OK) {
         return st == ZC_ERR_IO ? HCCL_E_OPEN_FILE_FAILURE : zh_result(st);
     }
-    zh_rt_t t = {.path = path};
-    st = zh_rt_parse(&t, buf, len);
-    if (st == ZC_OK && rank >= t.nranks) {
-        ZH_RT_BAD(&t, "rank %u is not in the table (%u ranks)", rank, t.nranks);
+    zh_rt_t *t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        free(buf);
+        return HCCL_E_MEMORY;
+    }
+    t->path = path;
+    t->me = rank;
+    st = zh_rt_parse(t, buf, len);
+    if (st == ZC_OK && rank >= t->nranks) {
+        ZH_RT_BAD(t, "rank %u is not in the table (%u ranks)", rank, t->nranks);
         st = ZC_ERR_INVAL;
     }
-    struct sockaddr_un a;
-    socklen_t alen = zh_rt_addr(buf, len, &a);
+    HcclResult r = st != ZC_OK ? zh_result(st) : zh_rt_device(t, rank);
+    if (r == HCCL_SUCCESS) {
+        r = t->nservers > 1 ? zh_rt_net_init(t, buf, len, rank, cfg, out)
+                            : zh_rt_local_init(t, buf, len, rank, cfg, out);
+    }
     free(buf);
-    if (st != ZC_OK) {
-        return zh_result(st);
-    }
-    /* The table's device_id takes precedence, as in CANN. */
-    int dev = t.device[rank];
-    if (zccl_current_device() != dev) {
-        ZC_INFO(ZC_SUB_INIT, "rank %u: rank table %s: using device %d", rank, path, dev);
-        if (aclrtSetDevice(dev) != ACL_SUCCESS) {
-            ZH_RT_BAD(&t, "rank %u: aclrtSetDevice(%d) failed", rank, dev);
-            return HCCL_E_PARA;
-        }
-    }
-    if (rank == 0) {
-        return zh_rt_root(&t, &a, alen, cfg, out);
-    }
-    HcclRootInfo info;
-    HcclResult r = zh_rt_fetch(&t, rank, &a, alen, &info);
-    if (r != HCCL_SUCCESS) {
-        return r;
-    }
-    return zh_comm_init(t.nranks, &info, rank, cfg, out);
+    free(t);
+    return r;
 }
 
 ZC_EXPORT HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm)

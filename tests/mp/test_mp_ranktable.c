@@ -2,7 +2,8 @@
  * Rank-table init (HcclCommInitClusterInfo[Config]):
  *  - good tables of both CANN layouts (server_list / device, version 1.0;
  *    rank_list, version 2.0) start forked ranks that know only the path and
- *    their rank, rank 0 last, and run a checked AllReduce;
+ *    their rank, rank 0 last, and run a checked AllReduce; a table of two
+ *    servers (both this host, by host_ip) meets over TCP;
  *  - a matrix of malformed tables: each returns its exact code and logs one
  *    line naming the file, the field and the value;
  *  - a rank whose rank 0 never comes fails with HCCL_E_TIMEOUT within
@@ -76,6 +77,29 @@ static const char *rt_good_v1(int n)
                       n - 1 - r, r + 8, r, r + 1 < n ? "," : "");
     }
     snprintf(text + o, sizeof(text) - (size_t)o, "    ]\n  }]\n}\n");
+    return text;
+}
+
+/* Two servers (both named by host_ip 127.0.0.1: two "servers" on this host),
+ * ranks 0..n/2-1 on the first: the rendezvous over TCP (ZCCL_RANKTABLE_PORT). */
+static const char *rt_two_servers_v1(int n)
+{
+    static char text[4096];
+    int o = snprintf(text, sizeof(text),
+                     "{\"status\": \"completed\", \"version\": \"1.0\", \"server_count\": \"2\",\n"
+                     " \"server_list\": [\n");
+    for (int s = 0; s < 2; s++) {
+        o += snprintf(text + o, sizeof(text) - (size_t)o,
+                      "  {\"server_id\": \"srv_%c\", \"host_ip\": \"127.0.0.1\", \"device\": [",
+                      'a' + s);
+        for (int r = s * (n / 2); r < (s == 0 ? n / 2 : n); r++) {
+            o += snprintf(text + o, sizeof(text) - (size_t)o,
+                          "{\"device_id\": \"%d\", \"rank_id\": \"%d\"}%s", n - 1 - r, r,
+                          r + 1 < (s == 0 ? n / 2 : n) ? ", " : "");
+        }
+        o += snprintf(text + o, sizeof(text) - (size_t)o, "]}%s\n", s == 0 ? "," : "");
+    }
+    snprintf(text + o, sizeof(text) - (size_t)o, " ]\n}\n");
     return text;
 }
 
@@ -173,6 +197,9 @@ static void test_good_tables(void **state)
         rt_run_t v2 = {rt_write(name, rt_good_v2(n)), 1};
         failed += zt_launch_procs(n, rank_good, &v2, 120);
     }
+    /* Two servers: rank 0 serves the root info over TCP. */
+    rt_run_t two = {rt_write("two_servers_v1_4.json", rt_two_servers_v1(4)), 0};
+    failed += zt_launch_procs(4, rank_good, &two, 120);
     /* Ranks as threads of one process, each with the path and its rank. */
     rt_run_t th = {rt_write("good_v2_threads.json", rt_good_v2(3)), 0};
     failed += zt_launch_threads(3, rank_good, &th);
@@ -242,10 +269,27 @@ static const rt_bad_t rt_bad[] = {
      "field server_list[0].device[0].device_id: value 999: this host has 8 devices"},
     {"rank_not_in_table", V1_ONE(V1_DEV(0, 0) ", " V1_DEV(1, 1)), 5, HCCL_E_PARA,
      "rank 5 is not in the table (2 ranks)"},
-    {"two_servers",
-     V1_HEAD "\"server_list\": [{\"server_id\": \"node_0\", \"device\": [" V1_DEV(
+    {"two_servers_no_address",
+     V1_HEAD "\"server_list\": [{\"server_id\": \"node_0.invalid\", \"device\": [" V1_DEV(
          0, 0) "]}, {\"server_id\": \"node_1\", \"device\": [" V1_DEV(0, 1) "]}]}",
-     0, HCCL_E_NOT_SUPPORT, "field server_list[1].server_id: value \"node_1\" is a second server"},
+     1, HCCL_E_PARA,
+     "field server_list[0].server_id: value \"node_0.invalid\": no IPv4 address for this "
+     "server"},
+    {"server_twice",
+     V1_HEAD "\"server_list\": [{\"server_id\": \"node_0\", \"device\": [" V1_DEV(
+         0, 0) "]}, {\"server_id\": \"node_0\", \"device\": [" V1_DEV(1, 1) "]}]}",
+     0, HCCL_E_PARA,
+     "field server_list[1].server_id: value \"node_0\" is also server_list[0].server_id"},
+    {"device_twice_on_a_server",
+     V1_HEAD "\"server_list\": [{\"server_id\": \"n0\", \"device\": [" V1_DEV(
+         0, 0) "]}, "
+               "{\"server_id\": \"n1\", \"device\": [" V1_DEV(0, 1) ", " V1_DEV(0, 2) "]}]}",
+     0, HCCL_E_PARA, "field server_list[1].device[1].device_id: value 0 is also rank 1's device"},
+    {"my_server_elsewhere",
+     V1_HEAD "\"server_list\": [{\"server_id\": \"127.0.0.1\", \"device\": [" V1_DEV(
+         0, 0) "]}, {\"server_id\": \"192.0.2.78\", \"device\": [" V1_DEV(0, 1) "]}]}",
+     1, HCCL_E_PARA,
+     "field server_list[1].server_id: value \"192.0.2.78\" is not an address of this host"},
     {"other_host",
      V1_HEAD "\"server_list\": [{\"server_id\": \"192.0.2.77\", \"device\": [" V1_DEV(0, 0) "]}]}",
      0, HCCL_E_PARA,
@@ -262,12 +306,15 @@ static const rt_bad_t rt_bad[] = {
      0, HCCL_E_PARA, "field rank_count: value 3 but the list has 1 entries"},
     {"v2_no_device_id", V2_HEAD "\"rank_count\": 1, \"rank_list\": [{\"rank_id\": 0}]}", 0,
      HCCL_E_PARA, "field rank_list[0].device_id is missing"},
-    {"v2_two_servers",
-     V2_HEAD
-     "\"rank_count\": 2, \"rank_list\": [{\"rank_id\": 0, "
-     "\"device_id\": 0, \"server_id\": \"a\"}, {\"rank_id\": 1, \"device_id\": 1, \"server_id\": "
-     "\"b\"}]}",
-     0, HCCL_E_NOT_SUPPORT, "field rank_list[1].server_id: value \"b\" is a second server"},
+    {"v2_two_servers_no_address",
+     V2_HEAD "\"rank_count\": 2, \"rank_list\": [{\"rank_id\": 0, "
+             "\"device_id\": 0, \"server_id\": \"a.invalid\"}, {\"rank_id\": 1, \"device_id\": 0, "
+             "\"server_id\": \"b\"}]}",
+     0, HCCL_E_PARA, "field rank_list[0].server_id: value \"a.invalid\": no IPv4 address"},
+    {"v2_server_missing",
+     V2_HEAD "\"rank_count\": 2, \"rank_list\": [{\"rank_id\": 0, "
+             "\"device_id\": 0, \"server_id\": \"a\"}, {\"rank_id\": 1, \"device_id\": 1}]}",
+     0, HCCL_E_PARA, "field rank_list[1].server_id is missing (other ranks name their servers)"},
     {"v2_local_id",
      V2_HEAD "\"rank_count\": 1, \"rank_list\": [{\"rank_id\": 0, \"device_id\": 0, "
              "\"local_id\": \"x\"}]}",
@@ -395,6 +442,10 @@ int main(void)
     setenv("ZCCL_LOG_FILE", rt_log, 1);
     setenv("ZCCL_LOG_LEVEL", "warn", 1);
     setenv("ZCCL_DEVICES", "8", 1);
+    /* Ours alone: parallel runs of this test do not share the two-server port. */
+    char port[16];
+    snprintf(port, sizeof(port), "%d", 40000 + (int)(getpid() % 20000));
+    setenv("ZCCL_RANKTABLE_PORT", port, 1);
     const struct CMUnitTest tests[] = {
         /* first: their children set the timeout before the library reads it */
         cmocka_unit_test(test_timeout),

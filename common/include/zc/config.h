@@ -54,6 +54,9 @@ typedef enum {
     X(HCCL_SOCKET_IFNAME, ZC_CFG_STR, socket_ifname, "", 0, ZC_CFG_STR_MAX,                        \
       "Interface whose IPv4 address the root listener binds and advertises when HCCL_IF_IP "       \
       "is not set")                                                                                \
+    X(ZCCL_RANKTABLE_PORT, ZC_CFG_UINT, ranktable_port, "60001", 1, 65535,                         \
+      "TCP port on which the rank table's rank 0 serves the root info when the table names "       \
+      "several servers (on its server's address from the table)")                                  \
     X(HCCL_DETERMINISTIC, ZC_CFG_BOOL, deterministic, "true", 0, 1,                                \
       "Fixed reduction order (zccl is always deterministic; false is accepted)")                   \
     X(HCCL_WHITELIST_DISABLE, ZC_CFG_BOOL, whitelist_disable, "true", 0, 1,                        \

@@ -68,6 +68,7 @@ static const zt_var_t zt_vars[] = {
     {"HCCL_EXEC_TIMEOUT", "1836", NULL, NULL, "0", "2147484"},
     {"HCCL_IF_IP", "", NULL, NULL, NULL, NULL},
     {"HCCL_SOCKET_IFNAME", "", "abc", "-1", "0", NULL},
+    {"ZCCL_RANKTABLE_PORT", "60001", NULL, NULL, NULL, "65536"},
     {"HCCL_DETERMINISTIC", "true", NULL, NULL, "false", NULL},
     {"HCCL_WHITELIST_DISABLE", "true", NULL, NULL, "false", NULL},
     {"ZCCL_DEVICES", "0", NULL, NULL, "0", "4097"},
