@@ -4,7 +4,8 @@
 # (scripts/netns.sh; root only, skipped with a note otherwise), UCX_TLS=tcp
 # for zccl's inter-host tier, Open MPI with pml ob1 and btl tcp (vader
 # between the two ranks of a host, as zccl uses its zero-copy path there);
-# all_reduce_perf and all_gather_perf on activated memory, results checked.
+# all_reduce_perf, all_gather_perf and reduce_scatter_perf on activated
+# memory, results checked.
 #
 # Prints per size zccl's and MPI's time (us) and busbw (GB/s), the busbw
 # ratio, the bytes zccl sent between hosts per op (all ranks) and their ratio
@@ -30,7 +31,7 @@ if ! scripts/netns.sh check; then
     exit 0
 fi
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target all_reduce_perf all_gather_perf
+cmake --build "$BUILD" -j"$(nproc)" --target all_reduce_perf all_gather_perf reduce_scatter_perf
 mkdir -p "$OUT"
 rm -f "$OUT"/multihost_*
 scripts/netns.sh gc
@@ -41,7 +42,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export UCX_TLS=tcp UCX_NET_DEVICES=zcnet0 HCCL_SOCKET_IFNAME=zcnet0
 echo "== multihost: 2 hosts x 2 ranks ($tag: veth pairs to a bridge, 10.231.0.0/24)," \
     "UCX_TLS=$UCX_TLS, MPI: pml ob1, btl self,vader,tcp"
-for tool in all_reduce_perf all_gather_perf; do
+for tool in all_reduce_perf all_gather_perf reduce_scatter_perf; do
     name=multihost_${tool%_perf}_2x2
     echo "== $tool, 2 hosts x 2 ranks"
     scripts/netns.sh mpirun "$tag" --oversubscribe --bind-to none -H h1:2,h2:2 \
@@ -53,7 +54,9 @@ for tool in all_reduce_perf all_gather_perf; do
         grep -E '^# (Paths|Across hosts|Out of bounds|Avg bus)' "$OUT/$name.log"
         # The least that must cross per op between 2 hosts: AllReduce, each host needs
         # the other's partial of every element (size bytes each way); AllGather, each
-        # host needs the other host's half of the output (size / 2 each way).
+        # host needs the other host's half of the output (size / 2 each way);
+        # ReduceScatter (size = each rank's input), each host needs the other's
+        # partial of its half of the blocks (size / 2 each way).
         awk -F, -v must="$([ $tool = all_reduce_perf ] && echo 2 || echo 1)" '
             NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
             NR == 2 { printf "%10s %10s %9s %10s %9s %8s %12s %8s\n", "size(B)", "zccl us",

@@ -87,6 +87,35 @@ typedef struct {
     size_t sz; /* element size */
 } zh_hop_t;
 
+#define ZH_LV(x) (&(x)->h->level[ZH_LEVEL_HOST])
+
+/* A growable list of transfer requests (hccl_hier_step.c). */
+typedef struct {
+    zh_net_req_t *r;
+    int n;
+    int cap;
+} zh_hier_reqs_t;
+
+static inline char *zh_hier_at(const void *base, uint64_t elems, size_t sz)
+{
+    return (char *)(uintptr_t)base + elems * sz;
+}
+
+/* Does [a, +na) overlap [b, +nb)? */
+static inline int zh_hier_overlap(const void *a, size_t na, const void *b, size_t nb)
+{
+    return na > 0 && nb > 0 && (const char *)a < (const char *)b + nb &&
+           (const char *)b < (const char *)a + na;
+}
+
+/* hccl_hier_step.c: a new slot of q (NULL when out of memory); post a send
+ * (counted in net_bytes) or a receive of op x, tag step `step`, onto q;
+ * wait for all of q (cancelling it when st is an error) and free it. */
+zh_net_req_t *zh_hier_reqs_add(zh_hier_reqs_t *q);
+int zh_hier_post(zh_hop_t *x, zh_hier_reqs_t *q, int send, int peer, uint32_t step, void *buf,
+                 size_t bytes);
+int zh_hier_reqs_finish(zh_hop_t *x, zh_hier_reqs_t *q, int st);
+
 /* hccl_hier.c */
 void *zh_hier_scratch(zh_hier_t *h, size_t bytes);
 /* A local rank that failed meanwhile timed out waiting for another host: an
@@ -99,6 +128,10 @@ int zh_hier_local(zh_hop_t *x, const zh_op_t *op);
 /* hccl_hier_agree.c: ZC_OK when every rank passed the same descriptor,
  * ZC_ERR_INVAL (on every rank) when not, or a transport error. */
 int zh_hier_agree(zh_hop_t *x);
+
+/* hccl_hier_copy.c: AllGather(V); Scatter and AlltoAll(V). */
+int zh_hier_allgather(zh_hop_t *x);
+int zh_hier_copy_op(zh_hop_t *x);
 
 /* hccl_hier_coll.c: the algorithms; each returns ZC_OK or an error. */
 int zh_hier_run(zh_hop_t *x);

@@ -1,9 +1,9 @@
 /*
- * What the algorithms across hosts (hccl_hier_coll.c) share: the scratch
- * buffer, bounded waits on the network that give up when the comm broke or
- * a rank of my host failed, and the step on my host's local comm. Below both
- * the algorithms and the tier's set-up and stream tasks (hccl_hier.c), which
- * run them.
+ * What the algorithms across hosts (hccl_hier_coll.c, hccl_hier_copy.c)
+ * share: the scratch buffer, bounded waits on the network that give up when
+ * the comm broke or a rank of my host failed, the step on my host's local
+ * comm, and lists of transfer requests. Below the algorithms and the tier's
+ * set-up and stream tasks (hccl_hier.c), which run them.
  */
 #include "hccl_hier.h"
 
@@ -64,4 +64,48 @@ int zh_hier_local(zh_hop_t *x, const zh_op_t *op)
     }
     int st = r == HCCL_E_PARA ? ZC_ERR_INVAL : r == HCCL_E_TIMEOUT ? ZC_ERR_TIMEOUT : ZC_ERR_REMOTE;
     return zh_hier_cause(x->h->local, st);
+}
+
+/* ---- transfer requests ---- */
+
+zh_net_req_t *zh_hier_reqs_add(zh_hier_reqs_t *q)
+{
+    if (q->n == q->cap) {
+        int cap = q->cap == 0 ? 16 : 2 * q->cap;
+        zh_net_req_t *nr = realloc(q->r, sizeof(*nr) * (size_t)cap);
+        if (nr == NULL) {
+            return NULL;
+        }
+        q->r = nr;
+        q->cap = cap;
+    }
+    return &q->r[q->n++];
+}
+
+int zh_hier_post(zh_hop_t *x, zh_hier_reqs_t *q, int send, int peer, uint32_t step, void *buf,
+                 size_t bytes)
+{
+    zh_net_req_t *r = zh_hier_reqs_add(q);
+    if (r == NULL) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory for transfer requests", x->c->rank);
+        return ZC_ERR_NOMEM;
+    }
+    if (send) {
+        atomic_fetch_add_explicit(&x->h->net_bytes, bytes, memory_order_relaxed);
+        return zh_net_isend(x->h->net, peer, ZH_TAG_COLL(x->seq, x->c->rank, step), buf, bytes, r);
+    }
+    return zh_net_irecv(x->h->net, peer, ZH_TAG_COLL(x->seq, peer, step), buf, bytes, r);
+}
+
+int zh_hier_reqs_finish(zh_hop_t *x, zh_hier_reqs_t *q, int st)
+{
+    if (st == ZC_OK) {
+        st = zh_hier_wait(x, q->r, q->n);
+    } else {
+        zh_net_cancel(x->h->net, q->r, q->n);
+    }
+    free(q->r);
+    q->r = NULL;
+    q->n = q->cap = 0;
+    return st;
 }
