@@ -118,6 +118,7 @@ enum { COLL_NT_ALLREDUCE = 0, COLL_NT_ALLGATHER, COLL_NT_KINDS };
 typedef struct {
     void *slot;        /* NULL: not learned (static rule or too small) */
     int nt;            /* the kind chosen */
+    int explore;       /* 1: a re-measurement of the kind not in use */
     uint64_t start_ns; /* when the timed loop began */
 } coll_nt_ticket_t;
 

@@ -13,8 +13,13 @@
  *    below 256 KiB of it, always cached (it fits any cache, and streaming
  *    would push it out);
  *  - the first four ops of a class alternate, starting with the static rule
- *    (coll_use_nt_op); after that every 16th op tries the other kind, so a
- *    program that changes its pattern is followed;
+ *    (coll_use_nt_op); after that the other kind is re-measured once per
+ *    `gap` ops, so a program that changes its pattern is followed. The gap
+ *    starts at 16 and doubles (up to 1024) each time the re-measurement
+ *    loses again; a re-measurement that beats the current kind's average
+ *    sets it back to 16. A fixed gap of 16 cost a steady 1/16 of the slower
+ *    kind's excess: with buffers rotated past the cache, where a cached-store
+ *    op costs several streaming ones, that alone was 6-60 % more time;
  *  - the cost is the time of this rank's copy / reduce loop alone (no
  *    barriers) per KiB it writes, kept as an average weighting the newest
  *    quarter. tune->nt_min = 0 still means never streaming.
@@ -30,11 +35,13 @@
 
 #define COLL_NT_CLASSES 48
 #define COLL_NT_MIN_CLASS 18 /* 256 KiB of data over all ranks */
-#define COLL_NT_EXPLORE 16
+#define COLL_NT_GAP_MIN 16u
+#define COLL_NT_GAP_MAX 1024u
 
 typedef struct {
     atomic_uint_fast64_t cost[2]; /* ps per KiB written; 0 = not measured */
     atomic_uint_fast32_t ops;
+    atomic_uint_fast32_t gap; /* ops per re-measurement; 0 = COLL_NT_GAP_MIN */
 } coll_nt_slot_t;
 
 static coll_nt_slot_t coll_nt_tab[COLL_NT_KINDS][COLL_NT_CLASSES];
@@ -77,11 +84,15 @@ int coll_nt_choose(const coll_args_t *a, int kind, size_t in_bytes, size_t out_b
     uint64_t cc = atomic_load_explicit(&s->cost[0], memory_order_relaxed);
     uint64_t cn = atomic_load_explicit(&s->cost[1], memory_order_relaxed);
     int nt;
+    t->explore = 0;
     if (n < 4 || cc == 0 || cn == 0) {
         nt = (n & 1u) ? !rule : rule;
     } else {
+        uint32_t gap = (uint32_t)atomic_load_explicit(&s->gap, memory_order_relaxed);
+        gap = gap != 0 ? gap : COLL_NT_GAP_MIN;
         int best = cn < cc;
-        nt = n % COLL_NT_EXPLORE == 0 ? !best : best;
+        t->explore = n % gap == 0;
+        nt = t->explore ? !best : best;
     }
     t->slot = s;
     t->nt = nt;
@@ -109,6 +120,14 @@ void coll_nt_record(const coll_nt_ticket_t *t, uint64_t ns, size_t written)
     uint64_t old = atomic_load_explicit(&s->cost[t->nt], memory_order_relaxed);
     uint64_t avg = old == 0 ? x : (3 * old + x) / 4;
     atomic_store_explicit(&s->cost[t->nt], avg != 0 ? avg : 1, memory_order_relaxed);
+    if (t->explore) {
+        /* lost again: re-measure half as often; won: soon again */
+        uint64_t other = atomic_load_explicit(&s->cost[!t->nt], memory_order_relaxed);
+        uint32_t gap = (uint32_t)atomic_load_explicit(&s->gap, memory_order_relaxed);
+        gap = gap != 0 ? gap : COLL_NT_GAP_MIN;
+        gap = x < other ? COLL_NT_GAP_MIN : ZC_MIN(2 * gap, COLL_NT_GAP_MAX);
+        atomic_store_explicit(&s->gap, gap, memory_order_relaxed);
+    }
 }
 
 void coll_nt_reset(void)
@@ -119,6 +138,7 @@ void coll_nt_reset(void)
             atomic_store_explicit(&s->cost[0], 0, memory_order_relaxed);
             atomic_store_explicit(&s->cost[1], 0, memory_order_relaxed);
             atomic_store_explicit(&s->ops, 0, memory_order_relaxed);
+            atomic_store_explicit(&s->gap, 0, memory_order_relaxed);
         }
     }
 }

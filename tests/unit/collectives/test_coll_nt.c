@@ -62,20 +62,32 @@ static void test_follows_the_cheaper(void **state)
     for (int i = 0; i < 4; i++) {
         assert_int_equal(nt_step(&a, COLL_NT_ALLREDUCE, mib, mib, 3000000, 1000000), want[i]);
     }
-    /* Streaming measured 3x cheaper: used from now on, except every 16th op
-       (ops 16, 32, ...), which re-measures cached stores. */
-    for (int n = 4; n < 40; n++) {
-        assert_int_equal(nt_step(&a, COLL_NT_ALLREDUCE, mib, mib, 3000000, 1000000),
-                         n % 16 == 0 ? 0 : 1);
+    /* Streaming measured 3x cheaper: used from now on; cached stores are
+       re-measured at ops 16, 32, 64, 128, ... (the gap doubles each time
+       they lose again, up to 1024 ops). */
+    for (int n = 4; n < 1100; n++) {
+        int explore =
+            n == 16 || n == 32 || n == 64 || n == 128 || n == 256 || n == 512 || n == 1024;
+        assert_int_equal(nt_step(&a, COLL_NT_ALLREDUCE, mib, mib, 3000000, 1000000), !explore);
     }
-    /* The pattern changes (buffers now cached): the averages follow, and
-       cached stores win back within a few re-measurements. */
+    /* Cached stores become cheaper (streaming unchanged): the re-measurement
+       at op 2048 sees it, the gap falls back to 16, and cached stores win
+       within a few more re-measurements. */
     int cached = 0;
-    for (int n = 40; n < 200; n++) {
-        int nt = nt_step(&a, COLL_NT_ALLREDUCE, mib, mib, 500000, 4000000);
-        cached += n >= 180 && !nt;
+    for (int n = 1100; n < 2300; n++) {
+        int nt = nt_step(&a, COLL_NT_ALLREDUCE, mib, mib, 200000, 1000000);
+        assert_true(n >= 2048 || nt);
+        cached += n >= 2280 && !nt;
     }
     assert_true(cached >= 18);
+    /* The pattern changes again (streaming now cheaper, cached slower): the
+       kind in use gets dearer with every op, and streaming wins back. */
+    cached = 0;
+    for (int n = 2300; n < 2500; n++) {
+        int nt = nt_step(&a, COLL_NT_ALLREDUCE, mib, mib, 4000000, 500000);
+        cached += n >= 2480 && !nt;
+    }
+    assert_true(cached <= 2);
     /* Other kinds and size classes learn apart: AllGather starts afresh. */
     assert_int_equal(nt_step(&a, COLL_NT_ALLGATHER, mib, 2 * mib, 1, 1), 0);
     assert_int_equal(nt_step(&a, COLL_NT_ALLGATHER, mib, 2 * mib, 1, 1), 1);
