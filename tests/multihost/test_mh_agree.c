@@ -1,6 +1,7 @@
 /*
  * Agreement across hosts: one rank of another host passes a different
- * count, dtype, reduce op or root than everyone else. Every rank must get
+ * count, dtype, reduce op or root than everyone else, or V arrays that
+ * disagree (AllGatherV, ReduceScatterV, AlltoAllV). Every rank must get
  * HCCL_E_PARA (from the stream's synchronize), nothing may be written to
  * any rank's output, and the next agreeing op on the same communicator must
  * work, as on one host. Run on zero-copy (activated) and on plain memory,
@@ -63,6 +64,64 @@ static int mh_one(zt_env_t *env, unsigned char *send, unsigned char *recv, int d
     return fails;
 }
 
+/* V arrays that disagree across hosts: rank odd's AllGatherV recvCounts or
+ * ReduceScatterV sendCounts differ from everyone's, or its AlltoAllV sends
+ * one more element to rank odd + 1 than that rank receives. (A count that
+ * contradicts the rank's own array is refused by the call itself.) */
+enum { MH_V_AGV_ARRAY, MH_V_RSV_ARRAY, MH_V_A2AV_PAIR, MH_V_MAX };
+static const char *const mh_v_names[MH_V_MAX] = {
+    "AllGatherV recvCounts", "ReduceScatterV sendCounts", "AlltoAllV pair counts"};
+
+#define MH_VC 100
+
+static HcclResult mh_call_v(zt_env_t *env, void *send, void *recv, int dev, int odd)
+{
+    int n = env->nranks;
+    int me = env->rank;
+    uint64_t cnt[ZT_CC_MAXR];
+    uint64_t rcv[ZT_CC_MAXR];
+    uint64_t dsp[ZT_CC_MAXR];
+    for (int q = 0; q < n; q++) {
+        cnt[q] = rcv[q] = MH_VC;
+        dsp[q] = (uint64_t)q * (MH_VC + 1);
+    }
+    HcclDataType dt = HCCL_DATA_TYPE_INT32;
+    if (me == odd) {
+        cnt[0] += dev == MH_V_AGV_ARRAY || dev == MH_V_RSV_ARRAY;
+        cnt[(odd + 1) % n] += dev == MH_V_A2AV_PAIR;
+    }
+    switch (dev) {
+    case MH_V_AGV_ARRAY:
+        return HcclAllGatherV(send, MH_VC, recv, cnt, dsp, dt, env->comm, env->stream);
+    case MH_V_RSV_ARRAY:
+        return HcclReduceScatterV(send, cnt, dsp, recv, MH_VC, dt, HCCL_REDUCE_SUM, env->comm,
+                                  env->stream);
+    default:
+        return HcclAlltoAllV(send, cnt, dsp, dt, recv, rcv, dsp, dt, env->comm, env->stream);
+    }
+}
+
+/* One V-array mismatch, then the checks of mh_one. */
+static int mh_one_v(zt_env_t *env, unsigned char *send, unsigned char *recv, int dev, int odd)
+{
+    int fails = 0;
+    size_t bytes = (size_t)env->nranks * (MH_VC + 1) * 4;
+    memset(send, env->rank + 1, bytes);
+    memset(recv, MH_FILL, bytes);
+    HcclResult h = mh_call_v(env, send, recv, dev, odd);
+    ZT_EXPECT(env, h == HCCL_SUCCESS, "%s mismatch: the call returned %d", mh_v_names[dev], (int)h);
+    aclError e = aclrtSynchronizeStream(env->stream);
+    ZT_EXPECT(env, e == (aclError)HCCL_E_PARA, "%s mismatch (rank %d deviates): sync returned %d",
+              mh_v_names[dev], odd, (int)e);
+    size_t written = 0;
+    for (size_t i = 0; i < bytes; i++) {
+        written += recv[i] != MH_FILL;
+    }
+    ZT_EXPECT(env, written == 0, "%s mismatch: %zu output bytes written", mh_v_names[dev], written);
+    fails += zt_allreduce_path(env, env->comm, send, recv, MH_COUNT, -1, __LINE__);
+    return fails;
+}
+
 static int mh_body(zt_env_t *env, const void *arg)
 {
     const int *odd = arg;
@@ -76,6 +135,9 @@ static int mh_body(zt_env_t *env, const void *arg)
             mem ? (unsigned char *)env->zc.va + env->half : env->plain + env->half;
         for (int dev = 0; dev < MH_DEV_MAX; dev++) {
             fails += mh_one(env, send, recv, dev, *odd);
+        }
+        for (int dev = 0; dev < MH_V_MAX; dev++) {
+            fails += mh_one_v(env, send, recv, dev, *odd);
         }
     }
     if (env->rank == 0) {
