@@ -2,14 +2,23 @@
  * AllGather and AllGatherV: every rank's send block lands at its slot of
  * every rank's recv buffer.
  *
- * Direct path: pull. Rank r copies in[q] into its own out[r] slot q for every
- * q, starting at q = r so the ranks spread their first reads over different
- * sources, with cached or streaming stores as measured cheaper (coll_nt.c). Only rank r writes
- * out[r], and the writes stay in the reader's cache hierarchy (it is the rank that will use the
- * result). In place (in[r] == slot r of out[r]) the own copy is a no-op and peers read in[r] while
+ * Direct path:
+ *  - pull, below 4 MiB of output per rank: rank r copies in[q] into its own
+ *    out[r] slot q for every q, starting at q = r so the ranks spread their
+ *    first reads over different sources. Only rank r writes out[r], and the
+ *    writes stay in the cache hierarchy of the rank that will use the result.
+ *  - push, from 4 MiB: rank r copies in[r] into slot r of every out[q],
+ *    32 KiB to every output before the next, so in[r] is read from memory
+ *    once: (n + 1) x S bytes of traffic per rank against pull's 2n x S.
+ *    Only rank r writes slot r of any output; the caller's exit barrier
+ *    orders the writes before any rank returns. The choice depends only on
+ *    the size, so every rank makes the same one (a pulling rank beside a
+ *    pushing one would leave slots unwritten).
+ * Each picks cached or streaming stores as measured cheaper (coll_nt.c).
+ * In place (in[r] == slot r of out[r]) the own copy is a no-op and peers read in[r] while
  * nobody writes it: safe with no barrier. An in[r] that overlaps out[r] any other way would be
- * overwritten while peers read it: those ranks gather into a private buffer and commit after one
- * barrier (coll_run_owned).
+ * overwritten while peers read it: then every rank pulls, those ranks into a private buffer that
+ * they commit after one barrier (coll_run_owned).
  *
  * Staged path, per round of up to one CCL buffer per rank:
  *   copy my chunk of send into ccl[me]; barrier;
@@ -31,6 +40,14 @@
 
 /* ---- AllGather ---- */
 
+/* Output bytes per rank from which the direct path pushes (every rank
+ * computes the same answer from the op's count, dtype and nranks). */
+#define COLL_AG_PUSH_MIN ((size_t)4 << 20)
+/* Bytes of my block pushed to every output before the next: read from
+ * memory once, it stays in L1 for the other n - 1 copies. */
+#define COLL_AG_PUSH_CHUNK ((size_t)32 << 10)
+
+/* Pull into base (out[me] or a private buffer). */
 static int coll_ag_work(const coll_args_t *a, char *base, void *ctx)
 {
     size_t bytes = *(const size_t *)ctx;
@@ -41,6 +58,28 @@ static int coll_ag_work(const coll_args_t *a, char *base, void *ctx)
     return ZC_OK;
 }
 
+/* Push: in[me] into slot me of every out[q]. */
+static void coll_ag_push(const coll_args_t *a, size_t bytes)
+{
+    int me = a->rank;
+    size_t total = bytes * (size_t)a->nranks;
+    const char *src = a->in[me];
+    size_t slot = (size_t)me * bytes;
+    coll_nt_ticket_t t;
+    int nt = coll_nt_choose(a, COLL_NT_ALLGATHER_PUSH, bytes, total, &t);
+    for (size_t o = 0; o < bytes; o += COLL_AG_PUSH_CHUNK) {
+        size_t len = ZC_MIN(COLL_AG_PUSH_CHUNK, bytes - o);
+        for (int k = 0; k < a->nranks; k++) {
+            int q = (me + k) % a->nranks;
+            coll_put((char *)a->out[q] + slot + o, src + o, len, nt);
+        }
+    }
+    if (nt) {
+        coll_store_fence();
+    }
+    coll_nt_learn(&t, total);
+}
+
 int coll_allgather_direct(const coll_args_t *a)
 {
     static const char what[] = "allgather_direct";
@@ -49,7 +88,13 @@ int coll_allgather_direct(const coll_args_t *a)
     if (bytes == 0) {
         return ZC_OK;
     }
-    return coll_run_blocks(a, bytes, total, COLL_INPLACE_IN_SLOT, what, coll_ag_work, &bytes);
+    int any, me;
+    ZC_CHECK(coll_blocks_conflicts(a, bytes, total, COLL_INPLACE_IN_SLOT, what, bytes, &any, &me));
+    if (!any && total >= COLL_AG_PUSH_MIN) {
+        coll_ag_push(a, bytes);
+        return ZC_OK;
+    }
+    return coll_run_owned(a, any, me, total, coll_ag_work, NULL, &bytes);
 }
 
 int coll_allgather_staged(const coll_args_t *a)

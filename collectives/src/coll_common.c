@@ -300,25 +300,33 @@ int coll_run_owned(const coll_args_t *a, int conflict_any, int conflict_me, size
     return st != ZC_OK ? st : bst;
 }
 
-int coll_run_blocks(const coll_args_t *a, size_t in_bytes, size_t out_bytes, int inplace,
-                    const char *what, coll_work_fn work, size_t *bytes)
+int coll_blocks_conflicts(const coll_args_t *a, size_t in_bytes, size_t out_bytes, int inplace,
+                          const char *what, size_t bytes, int *any, int *me)
 {
-    int any = 0;
-    int me_conflict = 0;
+    *any = 0;
+    *me = 0;
     for (int q = 0; q < a->nranks; q++) {
         ZC_CHECK(coll_check_buf(a->in[q], in_bytes, what, "in[q]", q));
         ZC_CHECK(coll_check_buf(a->out[q], out_bytes, what, "out[q]", q));
         const char *in = a->in[q];
         const char *out = a->out[q];
-        size_t slot = (size_t)q * *bytes;
+        size_t slot = (size_t)q * bytes;
         int safe = (inplace == COLL_INPLACE_IN_SLOT && in == out + slot) ||
                    (inplace == COLL_INPLACE_OUT_SLOT && out == in + slot);
         if (!safe && coll_overlap(in, in_bytes, out, out_bytes)) {
-            any = 1;
-            me_conflict |= q == a->rank;
+            *any = 1;
+            *me |= q == a->rank;
         }
     }
-    return coll_run_owned(a, any, me_conflict, out_bytes, work, NULL, bytes);
+    return ZC_OK;
+}
+
+int coll_run_blocks(const coll_args_t *a, size_t in_bytes, size_t out_bytes, int inplace,
+                    const char *what, coll_work_fn work, size_t *bytes)
+{
+    int any, me;
+    ZC_CHECK(coll_blocks_conflicts(a, in_bytes, out_bytes, inplace, what, *bytes, &any, &me));
+    return coll_run_owned(a, any, me, out_bytes, work, NULL, bytes);
 }
 
 void coll_pull_blocks(const coll_args_t *a, char *base, size_t bytes, size_t src_off, int nt)

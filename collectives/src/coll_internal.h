@@ -112,7 +112,7 @@ int coll_use_nt(const coll_args_t *a, size_t msg_bytes);
 int coll_use_nt_op(const coll_args_t *a, size_t in_bytes, size_t out_bytes);
 
 /** The collectives whose store kind is learned (coll_nt.c). */
-enum { COLL_NT_ALLREDUCE = 0, COLL_NT_ALLGATHER, COLL_NT_KINDS };
+enum { COLL_NT_ALLREDUCE = 0, COLL_NT_ALLGATHER, COLL_NT_ALLGATHER_PUSH, COLL_NT_KINDS };
 
 /** One op's choice, to be reported back with coll_nt_learn. */
 typedef struct {
@@ -230,6 +230,14 @@ enum {
     COLL_INPLACE_IN_SLOT,  /* in[q] == out[q] + q * bytes (AllGather) */
     COLL_INPLACE_OUT_SLOT, /* out[q] == in[q] + q * bytes (ReduceScatter) */
 };
+
+/**
+ * Checks every in[q] (in_bytes) and out[q] (out_bytes) for NULL (logged,
+ * ZC_ERR_PTR), then *any = 1 when some in[q] and out[q] overlap other than
+ * in the `inplace` form (blocks of `bytes`), *me = 1 when this rank's do.
+ */
+int coll_blocks_conflicts(const coll_args_t *a, size_t in_bytes, size_t out_bytes, int inplace,
+                          const char *what, size_t bytes, int *any, int *me);
 
 /**
  * Direct algorithms over nranks blocks of bytes: checks every in[q]
