@@ -299,7 +299,7 @@ static int zh_hier_task(void *arg)
         if (st == ZC_OK && j->items != NULL) {
             st = zh_hier_p2p(c, j->items, j->nitems, j->seqs);
         } else if (st == ZC_OK) {
-            zh_hop_t x = {c, h, &j->op, j->seq, coll_dtype_size(j->op.dtype)};
+            zh_hop_t x = {c, h, &j->op, j->seq, coll_dtype_size(j->op.dtype), 0};
             st = zh_hier_agree(&x);
             disagree = st == ZC_ERR_INVAL; /* every rank knows: the comm stays usable */
             if (st == ZC_OK) {

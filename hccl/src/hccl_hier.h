@@ -84,7 +84,8 @@ typedef struct {
     zh_hier_t *h;
     const zh_op_t *op;
     uint32_t seq;
-    size_t sz; /* element size */
+    size_t sz;  /* element size */
+    int rs_raw; /* ReduceScatter: some rank's recv overlaps its send elsewhere (agreement) */
 } zh_hop_t;
 
 #define ZH_LV(x) (&(x)->h->level[ZH_LEVEL_HOST])
@@ -115,6 +116,14 @@ zh_net_req_t *zh_hier_reqs_add(zh_hier_reqs_t *q);
 int zh_hier_post(zh_hop_t *x, zh_hier_reqs_t *q, int send, int peer, uint32_t step, void *buf,
                  size_t bytes);
 int zh_hier_reqs_finish(zh_hop_t *x, zh_hier_reqs_t *q, int st);
+/* Each block crosses to each other host once (AllGather) and each host
+ * partial to its rank once (ReduceScatter): host g lists the ranks of the
+ * other hosts (hosts in order, members in rank order), and its local rank i
+ * serves the entries p with p mod (g's ranks) == i. zh_hier_pos: rank s's
+ * place in host g's list; zh_hier_list: my host's list (n - my host's ranks
+ * entries), returns its length. */
+int zh_hier_pos(zh_hop_t *x, int g, int s);
+int zh_hier_list(zh_hop_t *x, int *list);
 
 /* hccl_hier.c */
 void *zh_hier_scratch(zh_hier_t *h, size_t bytes);

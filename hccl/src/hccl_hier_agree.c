@@ -1,7 +1,9 @@
 /*
  * Agreement across hosts: before any byte of a collective moves, every rank
  * checks that the fields ranks must pass alike (zh_op_key: kind, dtype,
- * reduce op, root, count, as on one host) agree on every host, so that a
+ * reduce op, root, count, as on one host; here also a hash of the V count
+ * array ranks pass alike, and AlltoAllV's pair counts, zh_agree_a2av) agree
+ * on every host, so that a
  * mismatch fails the op with HCCL_E_PARA on every rank, before data moves,
  * and leaves the communicator usable (the next agreeing op works), as on
  * one host.
@@ -24,7 +26,9 @@
  * in step 2; a host whose ranks all agree with each other but not with some
  * rank r of another host has a counterpart of r, which sees the difference
  * in step 1 and tells its host in step 2. All ranks reach the verdict after
- * the same messages, so nothing is left in flight.
+ * the same messages, so nothing is left in flight. Flags (a last key word,
+ * not compared) travel the same way, so every rank learns their OR: the
+ * algorithm choices that depend on one rank's arguments.
  */
 #include "hccl_hier.h"
 
@@ -36,6 +40,7 @@
 #define ZH_STEP_AGREE 0xfffffffu /* the tag step of the agreement message */
 #define ZH_STEP_PAIRS 0xffffffeu /* AlltoAllV: the pair counts to each rank of another host */
 #define ZH_KEY_WORDS (ZH_OP_KEY_WORDS + 1) /* the one-host key, then the V arrays' hash */
+#define ZH_KEY_ALL (ZH_KEY_WORDS + 1)      /* then flags every rank learns the OR of */
 
 static const char *const zh_key_names[ZH_KEY_WORDS] = {"collective", "dtype", "reduce op",
                                                        "root",       "count", "V arrays (hash)"};
@@ -66,12 +71,12 @@ static int zh_agree_peers(zh_hop_t *x, int *peers)
 
 /* Step 1: 1 if a counterpart passed another key (logged once, unless
  * `logged`: this rank already said why it fails), 0 if none, or an error of
- * the transport. */
-static int zh_agree_remote(zh_hop_t *x, const uint64_t *key, int logged)
+ * the transport. ORs the counterparts' flags into *flags. */
+static int zh_agree_remote(zh_hop_t *x, const uint64_t *key, int logged, uint64_t *flags)
 {
     int nr = x->c->nranks;
     int *peers = malloc(sizeof(int) * (size_t)nr);
-    uint64_t *theirs = malloc(sizeof(uint64_t) * ZH_KEY_WORDS * (size_t)nr);
+    uint64_t *theirs = malloc(sizeof(uint64_t) * ZH_KEY_ALL * (size_t)nr);
     zh_net_req_t *r = calloc(2 * (size_t)nr, sizeof(*r));
     if (peers == NULL || theirs == NULL || r == NULL) {
         free(peers);
@@ -80,14 +85,14 @@ static int zh_agree_remote(zh_hop_t *x, const uint64_t *key, int logged)
         ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory for the agreement across hosts", x->c->rank);
         return ZC_ERR_NOMEM;
     }
-    size_t kb = sizeof(uint64_t) * ZH_KEY_WORDS;
+    size_t kb = sizeof(uint64_t) * ZH_KEY_ALL;
     int np = zh_agree_peers(x, peers);
     int nq = 0;
     int st = ZC_OK;
     for (int k = 0; k < np && st == ZC_OK; k++) {
         uint64_t tr = ZH_TAG_COLL(x->seq, peers[k], ZH_STEP_AGREE);
         uint64_t ts = ZH_TAG_COLL(x->seq, x->c->rank, ZH_STEP_AGREE);
-        st = zh_net_irecv(x->h->net, peers[k], tr, theirs + k * ZH_KEY_WORDS, kb, &r[nq++]);
+        st = zh_net_irecv(x->h->net, peers[k], tr, theirs + k * ZH_KEY_ALL, kb, &r[nq++]);
         st = st == ZC_OK ? zh_net_isend(x->h->net, peers[k], ts, key, kb, &r[nq++]) : st;
     }
     if (st == ZC_OK) {
@@ -96,7 +101,8 @@ static int zh_agree_remote(zh_hop_t *x, const uint64_t *key, int logged)
         zh_net_cancel(x->h->net, r, nq);
     }
     for (int k = 0; k < np && st == ZC_OK; k++) {
-        const uint64_t *t = theirs + k * ZH_KEY_WORDS;
+        const uint64_t *t = theirs + k * ZH_KEY_ALL;
+        *flags |= t[ZH_KEY_WORDS];
         for (int w = 0; w < ZH_KEY_WORDS && st == ZC_OK; w++) {
             if (t[w] != key[w] && logged) {
                 st = 1;
@@ -117,14 +123,14 @@ static int zh_agree_remote(zh_hop_t *x, const uint64_t *key, int logged)
 }
 
 /* Step 2: ZC_OK if every rank of my host agrees and saw no difference. */
-static int zh_agree_local(zh_hop_t *x, const uint64_t *key, int differs)
+static int zh_agree_local(zh_hop_t *x, const uint64_t *key, int differs, uint64_t *flags)
 {
     zh_comm_t *l = x->h->local;
     if (l->nranks == 1) {
         return differs ? ZC_ERR_INVAL : ZC_OK;
     }
     uint64_t *mine = l->ctrl->agree; /* kind, dtype and reduce op are small enums */
-    mine[0] = (uint64_t)differs | key[ZH_OP_KEY_WORDS] << 1;
+    mine[0] = (uint64_t)differs | (*flags & 1) << 1 | key[ZH_OP_KEY_WORDS] << 2;
     mine[1] = (key[0] & 0xffffu) | (key[1] & 0xffffu) << 16 | (key[2] & 0xffffu) << 32;
     mine[2] = key[3];
     mine[3] = key[4];
@@ -132,8 +138,9 @@ static int zh_agree_local(zh_hop_t *x, const uint64_t *key, int differs)
     int bad = differs;
     for (int q = 0; q < l->nranks && st == ZC_OK; q++) {
         const uint64_t *a = l->peers[q].ctrl->agree;
-        bad |= (a[0] & 1) != 0 || a[0] >> 1 != mine[0] >> 1 || a[1] != mine[1] || a[2] != mine[2] ||
+        bad |= (a[0] & 1) != 0 || a[0] >> 2 != mine[0] >> 2 || a[1] != mine[1] || a[2] != mine[2] ||
                a[3] != mine[3];
+        *flags |= a[0] >> 1 & 1;
     }
     /* Nobody may overwrite agree[] (next op) before everyone read it. */
     st = st == ZC_OK ? zh_barrier(l) : st;
@@ -269,10 +276,23 @@ static int zh_agree_a2av(zh_hop_t *x)
     return pb < 0 ? pb : bad | pb;
 }
 
+/* Flags every rank must learn (the OR over ranks): bit 0, a ReduceScatter
+ * whose recv overlaps its send other than as its own block (the host
+ * partials' rounds would overwrite blocks still to be read). */
+static uint64_t zh_agree_flags(zh_hop_t *x)
+{
+    const zh_op_t *op = x->op;
+    const char *mine = zh_hier_at(op->send, (uint64_t)x->c->rank * op->count, x->sz);
+    return op->kind == ZH_OP_REDUCESCATTER && (const void *)mine != op->recv &&
+           zh_hier_overlap(op->send, op->send_bytes, op->recv, op->recv_bytes);
+}
+
 int zh_hier_agree(zh_hop_t *x)
 {
-    uint64_t key[ZH_KEY_WORDS];
+    uint64_t key[ZH_KEY_ALL];
     zh_op_key(x->op, key);
+    key[ZH_KEY_WORDS] = zh_agree_flags(x);
+    uint64_t flags = key[ZH_KEY_WORDS];
     /* AlltoAllV: a rank that finds a pair disagreeing fails (mine) and makes
      * its key differ from its counterparts', which tell their hosts. */
     zh_agree_vkey(x, key);
@@ -284,9 +304,11 @@ int zh_hier_agree(zh_hop_t *x)
         }
         key[ZH_OP_KEY_WORDS] = (uint64_t)mine;
     }
-    int differs = zh_agree_remote(x, key, mine);
+    int differs = zh_agree_remote(x, key, mine, &flags);
     if (differs < 0) {
         return differs;
     }
-    return zh_agree_local(x, key, differs | mine);
+    int st = zh_agree_local(x, key, differs | mine, &flags);
+    x->rs_raw = (int)(flags & 1);
+    return st;
 }

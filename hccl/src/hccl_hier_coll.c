@@ -273,6 +273,110 @@ static int zh_reducescatter(zh_hop_t *x)
     return st;
 }
 
+/* A local ReduceScatterV of the blocks blk[i] (global ranks, -1: none) of
+ * ReduceScatter's send: local rank i gets its host's partial of block
+ * blk[i] in its recv (in place on activated memory). */
+static int zh_rs_local(zh_hop_t *x, const int *blk, uint64_t *v)
+{
+    int nl = x->h->local->nranks;
+    const zh_op_t *op = x->op;
+    for (int i = 0; i < nl; i++) {
+        v[i] = blk[i] >= 0 ? op->count : 0;
+        v[nl + i] = blk[i] >= 0 ? (uint64_t)blk[i] * op->count : 0;
+    }
+    uint64_t mine = v[x->h->local->rank];
+    zh_op_t rs = {ZH_OP_REDUCESCATTERV,
+                  op->dtype,
+                  op->redop,
+                  0,
+                  mine,
+                  op->send,
+                  op->recv,
+                  op->send_bytes,
+                  mine * x->sz,
+                  {v, v + nl, NULL, NULL}};
+    return zh_hier_local(x, &rs);
+}
+
+/* Rounds of zh_rs_hosts: my host's partials of the blocks of the other
+ * hosts' ranks (list, nlist), one block per local rank per round, each
+ * sent to its rank from my recv before the next round overwrites it. A
+ * host of one rank sends the raw blocks at once. */
+static int zh_rs_rounds(zh_hop_t *x, const int *list, int nlist, int *blk, uint64_t *v)
+{
+    zh_comm_t *l = x->h->local;
+    size_t bytes = x->op->count * x->sz;
+    int st = ZC_OK;
+    zh_hier_reqs_t q = {0};
+    for (int t = 0; t < nlist && st == ZC_OK; t += l->nranks) {
+        for (int i = 0; i < l->nranks; i++) {
+            blk[i] = t + i < nlist ? list[t + i] : -1;
+        }
+        int p = t + l->rank;
+        char *from = l->nranks > 1 ? (char *)x->op->recv : NULL;
+        if (from == NULL && p < nlist) {
+            from = zh_hier_at(x->op->send, (uint64_t)list[p] * x->op->count, x->sz);
+        }
+        st = l->nranks > 1 ? zh_rs_local(x, blk, v) : ZC_OK;
+        st = st == ZC_OK && p < nlist ? zh_hier_post(x, &q, 1, list[p], 0, from, bytes) : st;
+        if (l->nranks > 1) {
+            st = zh_hier_reqs_finish(x, &q, st);
+        }
+    }
+    return zh_hier_reqs_finish(x, &q, st);
+}
+
+/* ReduceScatter (equal blocks) with host partials: each host reduces the
+ * block of every rank of another host and sends that partial once, to its
+ * rank (zh_hier_pos); I combine my host's partial of my block (local
+ * ReduceScatterV, kept in scratch) with the other hosts' in host order.
+ * Each host sends count x (ranks on other hosts) elements, the least. */
+static int zh_rs_hosts(zh_hop_t *x)
+{
+    zh_comm_t *l = x->h->local;
+    zh_level_t *lv = ZH_LV(x);
+    const zh_op_t *op = x->op;
+    int n = x->c->nranks;
+    int nh = lv->ngroups;
+    int me = x->c->rank;
+    size_t bytes = op->count * x->sz;
+    char *tmp = zh_hier_scratch(x->h, bytes * (size_t)nh + 1); /* host g's partial at g */
+    int *list = malloc(sizeof(int) * (size_t)n);
+    int *blk = malloc(sizeof(int) * (size_t)l->nranks);
+    uint64_t *v = calloc(2 * (size_t)l->nranks, sizeof(uint64_t));
+    const void **src = calloc((size_t)nh, sizeof(void *));
+    int st = tmp == NULL || list == NULL || blk == NULL || v == NULL || src == NULL ? ZC_ERR_NOMEM
+                                                                                    : ZC_OK;
+    int nlist = st == ZC_OK ? zh_hier_list(x, list) : 0;
+    zh_hier_reqs_t q = {0};
+    for (int g = 0; g < nh && st == ZC_OK; g++) {
+        src[g] = tmp + bytes * (size_t)g;
+        if (g != lv->group) {
+            int from = zh_host_member(x->h, g, zh_hier_pos(x, g, me) % zh_host_size(x->h, g));
+            st = zh_hier_post(x, &q, 0, from, 0, tmp + bytes * (size_t)g, bytes);
+        }
+    }
+    for (int i = 0; i < l->nranks && st == ZC_OK; i++) {
+        blk[i] = zh_host_member(x->h, lv->group, i);
+    }
+    if (st == ZC_OK && l->nranks > 1) {
+        st = zh_rs_local(x, blk, v);
+        memcpy(tmp + bytes * (size_t)lv->group, op->recv, bytes);
+    } else if (st == ZC_OK) {
+        memcpy(tmp + bytes * (size_t)lv->group, zh_hier_at(op->send, me * op->count, x->sz), bytes);
+    }
+    st = st == ZC_OK ? zh_rs_rounds(x, list, nlist, blk, v) : st;
+    st = zh_hier_reqs_finish(x, &q, st);
+    if (st == ZC_OK) {
+        coll_reduce_n(op->recv, src, nh, op->count, op->dtype, op->redop);
+    }
+    free(src);
+    free(v);
+    free(blk);
+    free(list);
+    return st;
+}
+
 /* ---- rooted ones ---------------------------------------------------------------------- */
 
 /* The rank of host g that stands for it towards root. */
@@ -386,6 +490,7 @@ int zh_hier_run(zh_hop_t *x)
     case ZH_OP_ALLREDUCE:
         return zh_allreduce(x, x->op->send, x->op->recv, x->op->count);
     case ZH_OP_REDUCESCATTER:
+        return x->rs_raw ? zh_reducescatter(x) : zh_rs_hosts(x);
     case ZH_OP_REDUCESCATTERV:
         return zh_reducescatter(x);
     case ZH_OP_BROADCAST:
@@ -412,7 +517,7 @@ int zh_hier_p2p(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n, const u
 {
     zh_hier_t *h = c->hier;
     zh_level_t *lv = &h->level[ZH_LEVEL_HOST];
-    zh_hop_t x = {c, h, NULL, 0, 1};
+    zh_hop_t x = {c, h, NULL, 0, 1, 0};
     HcclSendRecvItem *loc = malloc(sizeof(*loc) * n);
     zh_hier_reqs_t q = {0};
     uint32_t nloc = 0;

@@ -3,7 +3,7 @@
  * AlltoAll(V, VC); the reductions and rooted ones are hccl_hier_coll.c.
  *
  * AllGather(V): each block crosses to each other host once, to one rank of
- * it (zh_ag_pos), which spreads it on its host in a local AllGatherV in
+ * it (zh_hier_pos), which spreads it on its host in a local AllGatherV in
  * place on recv; my host's own blocks go through a local AllGatherV too.
  * Scatter, AlltoAll(V): remote blocks go straight to their rank; the local
  * part is a local AlltoAllV with the global displacements.
@@ -15,30 +15,6 @@
 
 #include "zc/log.h"
 
-/* AllGather(V) sends each block once per other host. Host g receives the
- * ranks of the other hosts in a list (hosts in order, members in rank
- * order); its member i receives the list's blocks p with p mod (g's ranks)
- * == i, then spreads them on its host. Rank s's place in host g's list: */
-static int zh_ag_pos(zh_hop_t *x, int g, int s)
-{
-    zh_level_t *lv = ZH_LV(x);
-    int hs = lv->group_of[s];
-    return lv->first[hs] - (g < hs ? zh_host_size(x->h, g) : 0) + lv->index_of[s];
-}
-
-/* My host's list (zh_ag_pos): the ranks of the other hosts; returns how many. */
-static int zh_ag_list(zh_hop_t *x, int *list)
-{
-    zh_level_t *lv = ZH_LV(x);
-    int n = 0;
-    for (int h = 0; h < lv->ngroups; h++) {
-        for (int j = 0; h != lv->group && j < zh_host_size(x->h, h); j++) {
-            list[n++] = zh_host_member(x->h, h, j);
-        }
-    }
-    return n;
-}
-
 /* Post my block's sends (one per other host) or my receives. */
 static int zh_ag_net(zh_hop_t *x, zh_hier_reqs_t *q, int recv, const void *send, const uint64_t *rc,
                      const uint64_t *rd, const int *list, int nlist)
@@ -48,7 +24,7 @@ static int zh_ag_net(zh_hop_t *x, zh_hier_reqs_t *q, int recv, const void *send,
     int st = ZC_OK;
     for (int g = 0; !recv && g < lv->ngroups && st == ZC_OK; g++) {
         if (g != lv->group) {
-            int to = zh_host_member(x->h, g, zh_ag_pos(x, g, me) % zh_host_size(x->h, g));
+            int to = zh_host_member(x->h, g, zh_hier_pos(x, g, me) % zh_host_size(x->h, g));
             st = zh_hier_post(x, q, 1, to, 0, (void *)(uintptr_t)send, rc[me] * x->sz);
         }
     }
@@ -112,7 +88,7 @@ static int zh_ag_spread(zh_hop_t *x, zh_hier_reqs_t *q, int late, const void *rs
     return st;
 }
 
-/* AllGather(V): my block goes to one rank of each other host (zh_ag_pos),
+/* AllGather(V): my block goes to one rank of each other host (zh_hier_pos),
  * which spreads it on its host in a local AllGatherV, zero-copy on
  * activated memory; my host's own blocks through a local AllGatherV too.
  * Each block crosses to each other host once. */
@@ -135,7 +111,7 @@ int zh_hier_allgather(zh_hop_t *x)
         v[r] = op->count;
         v[n + r] = (uint64_t)r * op->count;
     }
-    int nlist = zh_ag_list(x, list);
+    int nlist = zh_hier_list(x, list);
     size_t bytes = op->count * sz;
     const void *send = op->send;
     char *copy = NULL;

@@ -109,3 +109,24 @@ int zh_hier_reqs_finish(zh_hop_t *x, zh_hier_reqs_t *q, int st)
     q->n = q->cap = 0;
     return st;
 }
+
+/* ---- who serves whom across hosts ---- */
+
+int zh_hier_pos(zh_hop_t *x, int g, int s)
+{
+    zh_level_t *lv = ZH_LV(x);
+    int hs = lv->group_of[s];
+    return lv->first[hs] - (g < hs ? zh_host_size(x->h, g) : 0) + lv->index_of[s];
+}
+
+int zh_hier_list(zh_hop_t *x, int *list)
+{
+    zh_level_t *lv = ZH_LV(x);
+    int n = 0;
+    for (int h = 0; h < lv->ngroups; h++) {
+        for (int j = 0; h != lv->group && j < zh_host_size(x->h, h); j++) {
+            list[n++] = zh_host_member(x->h, h, j);
+        }
+    }
+    return n;
+}

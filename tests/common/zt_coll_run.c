@@ -91,19 +91,23 @@ static int zt_cc_same(zt_ccrun_t *r, const unsigned char *got, const unsigned ch
 /* Which path rank me must take: zero-copy unless some rank has bytes to
  * move outside activated memory (a rank with none counts as covered). Across
  * hosts each host decides for its own ranks (its local steps are ops of its
- * own), and a Reduce's partial on a host of several ranks without the root
- * has no buffer of the user's to land in: it goes through the delegate's
- * scratch, so that host's local Reduce is buffered. */
+ * own; a Scatter from another host has none here), and a Reduce's partial
+ * on a host of several ranks without the root has no buffer of the user's
+ * to land in: it goes through the delegate's scratch, so that host's local
+ * Reduce is buffered. */
 static int zt_cc_expect_zc(const zt_cc_t *c, int n, int me, int *all_empty)
 {
     int zc = 1;
     *all_empty = 1;
+    /* A Scatter from another host moves nothing within mine: only my own
+     * buffers count. */
+    int alone = c->coll == ZT_CC_SCATTER && !zt_ref_same_host(c->root, me, n);
     for (int q = 0; q < n; q++) {
         zt_cplan_t p;
         zt_cc_plan(c, n, q, 1, &p);
         int empty = p.slib == 0 && p.rlib == 0;
         *all_empty &= empty;
-        zc &= p.zc || empty || !zt_ref_same_host(q, me, n);
+        zc &= p.zc || empty || !zt_ref_same_host(q, me, n) || (alone && q != me);
     }
     if (c->coll == ZT_CC_REDUCE && !zt_ref_same_host(c->root, me, n) &&
         zt_ref_host_ranks(me, n) > 1) {
