@@ -178,7 +178,10 @@ static void zh_srv_accept(zh_server_t *s)
             why = "whose uid is unknown (not a local socket)";
         } else if (uid != (uint32_t)getuid()) {
             why = "of another uid";
-        } else if (s->npend == ZH_MAX_PENDING) {
+        }
+        /* Full for remote peers too (before, a 65th remote client was
+         * written past the array: 2 x 64 ranks corrupted the session). */
+        if (why == NULL && s->npend == ZH_MAX_PENDING) {
             /* Closed without a word: a real rank takes that as "try again". */
             if (s->dropped++ < 4) {
                 ZC_WARN(ZC_SUB_BOOT, "root: %d connections owe a hello; one more dropped",

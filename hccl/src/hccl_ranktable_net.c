@@ -54,9 +54,9 @@
 #define ZH_RT_MSG_REQ 0x5a435251u /* "ZCRQ" */
 #define ZH_RT_MSG_REP 0x5a435250u /* "ZCRP" */
 #define ZH_RT_VERSION 1u
-#define ZH_RT_PENDING 64
-#define ZH_RT_REQ_MS 1000     /* from accept to a complete request */
-#define ZH_RT_ATTEMPT_MS 1000 /* one connect, or one reply, at most */
+#define ZH_RT_PENDING ZH_MAX_COMM_RANKS /* a request is 32 bytes: hold every rank */
+#define ZH_RT_REQ_MS 1000               /* from accept to a complete request */
+#define ZH_RT_ATTEMPT_MS 1000           /* one connect, or one reply, at most */
 
 typedef struct {
     uint32_t magic;
