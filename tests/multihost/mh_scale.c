@@ -7,8 +7,9 @@
  * its host, then knows only the path and its rank), and each runs
  * HcclCommInitClusterInfo, then ITERS x Barrier, AllReduce (int32 SUM) and
  * AllGather (int32), every result checked. Each rank reports its init time,
- * mean op times, VmRSS, VmHWM and Pss after the ops and the machine's
- * MemAvailable then; the parent prints min / median / max over ranks.
+ * mean op times, VmRSS, VmHWM and Pss after the ops, the machine's
+ * MemAvailable then and its HcclCommDestroy time; the parent prints
+ * min / median / max over ranks.
  *
  * Usage: mh_scale TAG NETNS_SH LAYOUT [ITERS [AR_COUNT [AG_COUNT]]]
  * (LAYOUT: ranks per host, e.g. 64,64), through tests/multihost/run.sh:
@@ -36,6 +37,7 @@
 
 typedef struct {
     double init_s;
+    double destroy_s;
     double op_us[3]; /* Barrier, AllReduce, AllGather: mean per op */
     long rss_kb;
     long hwm_kb;
@@ -203,9 +205,11 @@ static int mh_rank(const mh_job_t *j, int rank)
     aclrtFree(send);
     aclrtFree(recv);
     aclrtDestroyStream(s);
+    t0 = mh_now();
     if (HcclCommDestroy(comm) != HCCL_SUCCESS) {
         res->fails++;
     }
+    res->destroy_s = mh_now() - t0;
     res->done = 1;
     return res->fails != 0;
 }
@@ -237,6 +241,10 @@ static void mh_stat(const mh_job_t *j, const char *what, double (*get)(const mh_
 static double mh_get_init(const mh_res_t *r)
 {
     return r->init_s;
+}
+static double mh_get_destroy(const mh_res_t *r)
+{
+    return r->destroy_s;
 }
 static double mh_get_bar(const mh_res_t *r)
 {
@@ -287,6 +295,7 @@ static int mh_report(const mh_job_t *j, const char *layout, double wall)
     mh_stat(j, "VmHWM (MiB)", mh_get_hwm);
     mh_stat(j, "Pss after ops (MiB)", mh_get_pss);
     mh_stat(j, "machine MemAvailable (GiB)", mh_get_avail);
+    mh_stat(j, "HcclCommDestroy (s)", mh_get_destroy);
     return done == j->nranks && fails == 0 ? 0 : 1;
 }
 
