@@ -48,17 +48,19 @@ enum {
 
 /** The reference's shared memory: every rank's memfd mapped here. */
 typedef struct bench_ref {
-    int ok;                    /**< mapped on every rank */
-    int yield;                 /**< more ranks than cores: yield while waiting */
-    int variant;               /**< the variant bench_ref_batch runs */
-    int iters[BENCH_REF_NVAR]; /**< per variant at this size; 0: does not apply */
-    uint64_t epoch;            /**< barriers passed (my counter's value) */
-    size_t send_off;           /**< layout of every region: send area */
-    size_t recv_off;           /**< receive area */
-    size_t region;             /**< bytes of a region */
-    unsigned char **base;      /**< base[q]: rank q's region, mapped here */
-    const void **in;           /**< per-op scratch: in[q] */
-    void **out;                /**< per-op scratch: out[q] */
+    int ok;                         /**< mapped on every rank */
+    int yield;                      /**< more ranks than cores: yield while waiting */
+    int variant;                    /**< the variant bench_ref_batch runs */
+    int iters[BENCH_REF_NVAR];      /**< per variant at this size; 0: does not apply */
+    double sum_us[BENCH_REF_NVAR];  /**< per variant: sum of its rounds' times */
+    double best_us[BENCH_REF_NVAR]; /**< per variant: its best round */
+    uint64_t epoch;                 /**< barriers passed (my counter's value) */
+    size_t send_off;                /**< layout of every region: send area */
+    size_t recv_off;                /**< receive area */
+    size_t region;                  /**< bytes of a region */
+    unsigned char **base;           /**< base[q]: rank q's region, mapped here */
+    const void **in;                /**< per-op scratch: in[q] */
+    void **out;                     /**< per-op scratch: out[q] */
 } bench_ref_t;
 
 /** One size's ops: entry j uses buffers j * stride into the pool (cold mode). */
