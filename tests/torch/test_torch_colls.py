@@ -5,6 +5,7 @@ and the errors for what zccl refuses. Usage: test_torch_colls.py NRANKS
 """
 import os
 import sys
+import threading
 import zlib
 
 import numpy as np
@@ -259,6 +260,23 @@ def t_async(c, rank, n, mk, tag):
         c.true("%s is_completed after wait" % tag, w.is_completed())
         c.true("%s is_success after wait" % tag, w.is_success())
         c.equal("%s async all_reduce %d" % (tag, i), ts[i], wants[i])
+    # Ops on the stream worker (> 4 KiB) waited newest first from two threads
+    # at once: one synchronizes the lane, the other then finds its works done.
+    works, ts, wants = [], [], []
+    for i in range(6):
+        ins = [data(r, torch.float32, 20000 + 1000 * i, 80 + i) for r in range(n)]
+        ts.append(mk.like(ins[rank]))
+        works.append(dist.all_reduce(ts[-1], async_op=True))
+        wants.append(reference(ins, "sum", n))
+    ths = [threading.Thread(target=lambda ws=works[k::2]: [w.wait() for w in reversed(ws)])
+           for k in range(2)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    for i, w in enumerate(works):
+        c.true("%s waited from two threads %d" % (tag, i), w.is_completed() and w.is_success())
+        c.equal("%s all_reduce waited from two threads %d" % (tag, i), ts[i], wants[i])
     w = dist.barrier(async_op=True)
     while not w.is_completed():
         pass

@@ -11,22 +11,26 @@
  * on each other). An op zccl ran on the caller's thread (a small op on an
  * idle stream) leaves the stream idle when the call returns: its Work, and
  * every Work pending on the lane, is finished there by the lane's
- * synchronize, with no event, no stream task and no other thread involved.
- * An op still queued gets an event recorded behind it on the lane. The Work
+ * synchronize, with no stream task and no other thread involved. The Work
  * holds the tensors the op reads and writes, and an optional host step run
  * after success (copy a dense temporary back into a strided tensor, divide
  * for AVG).
  *
  * Completion and errors. A stream reports errors only to a synchronize (the
- * first task error since the last one). So a lane's pending works are
- * finished together when the lane is idle: under the mutex (nothing can be
- * issued) the lane's stream is queried and, if it ran everything, one
- * synchronize returns the verdict for all of them. A waiter therefore waits
- * for its own event, then for the lane's newest event, until the lane is
- * idle. An error fails every work that was pending on the lane with the
- * HCCL code named in the message (a failed op breaks the communicator, so
- * later ops fail too). getFuture() futures are completed by a progress
- * thread started on first use; waits never need it.
+ * first task error since the last one), and a synchronize waits for exactly
+ * the work queued before it. So works are numbered per lane at issue, and a
+ * waiter synchronizes the lane's stream itself, without the group's mutex
+ * (issuing from another thread goes on meanwhile): when it returns, every
+ * pending work numbered up to the lane's count at the call has ended, and
+ * the synchronize's verdict is theirs. One synchronize per lane at a time
+ * (the lane's sync mutex; the others then find their work finished), so no
+ * verdict goes to a thread that does not hand it on. Under the mutex, an
+ * idle lane is finished the same way without waiting (after an issue, in
+ * isCompleted). An error fails every work that was pending on the lane with
+ * the HCCL code named in the message (a failed op breaks the communicator,
+ * so later ops fail too). No events: the record task each one cost ran on
+ * the stream worker behind the op. getFuture() futures are completed by a
+ * progress thread started on first use; waits never need it.
  */
 #pragma once
 
@@ -111,7 +115,9 @@ enum zt_lane_id { ZT_LANE_COLL = 0, ZT_LANE_SEND = 1, ZT_LANE_RECV = 2, ZT_LANES
 
 struct zt_lane {
     aclrtStream stream = nullptr;
-    std::deque<c10::intrusive_ptr<WorkZccl>> pending;
+    std::deque<c10::intrusive_ptr<WorkZccl>> pending; /* in issue order */
+    uint64_t issued = 0;     /* ops issued on the lane: the newest work's seq */
+    std::timed_mutex syncmu; /* held by the one thread synchronizing the stream */
 };
 
 /* State shared by the group and its works (a work may outlive the group). */
@@ -132,10 +138,14 @@ struct zt_core {
     std::thread fthread;
     bool fstop = false;
 
-    /** Finishes the lane's pending works if its stream ran everything;
-     *  called with mu held. Returns the works finished (futures are marked
-     *  by the caller after dropping mu). */
+    /** Finishes the lane's pending works if its stream ran everything and
+     *  no waiter is synchronizing it; called with mu held. Returns the works
+     *  finished (futures are marked by the caller after dropping mu). */
     void collect(int lane, std::vector<c10::intrusive_ptr<WorkZccl>> &done);
+    /** Finishes the lane's pending works numbered up to seq with verdict rc
+     *  (their ops ended); mu held. */
+    void finish_upto(int lane, uint64_t seq, int rc,
+                     std::vector<c10::intrusive_ptr<WorkZccl>> &done);
     /** Blocks until w is finished or the timeout passes (then throws). */
     void complete(WorkZccl *w, std::chrono::milliseconds timeout);
     void future_loop();
@@ -146,7 +156,6 @@ class WorkZccl : public c10d::Work
   public:
     WorkZccl(std::shared_ptr<zt_core> core, int rank, c10d::OpType type, int lane,
              std::vector<at::Tensor> outputs);
-    ~WorkZccl() override;
 
     bool isCompleted() override;
     bool isSuccess() const override;
@@ -159,7 +168,7 @@ class WorkZccl : public c10d::Work
 
     /* set by the group at issue */
     int src_rank = -1;
-    aclrtEvent event = nullptr;   /* only for an op still queued after its issue */
+    uint64_t seq = 0;             /* its number on the lane */
     std::vector<at::Tensor> keep; /* read or written by the op until it ends */
     std::function<void()> post;   /* host step after success */
     const char *name = "";

@@ -117,26 +117,25 @@ void ProcessGroupZccl::shutdown()
     {
         std::lock_guard<std::mutex> g(c.mu);
         c.closed = true;
-        long long ms = std::min<long long>(c.timeout.count(), INT32_MAX);
-        for (int l = 0; l < ZT_LANES; l++) {
-            zt_lane &lane = c.lanes[l];
-            if (lane.stream == nullptr) {
-                continue;
-            }
-            int rc = (int)aclrtSynchronizeStreamWithTimeout(lane.stream, (int32_t)ms);
-            int code = rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT ? (int)HCCL_E_TIMEOUT : rc;
-            while (!lane.pending.empty()) {
-                lane.pending.front()->finish_locked(code);
-                done.push_back(std::move(lane.pending.front()));
-                lane.pending.pop_front();
-            }
-            if (rc == 0) {
-                (void)aclrtDestroyStream(lane.stream);
-            } else {
-                (void)aclrtDestroyStreamForce(lane.stream);
-            }
-            lane.stream = nullptr;
+    }
+    long long ms = std::min<long long>(c.timeout.count(), INT32_MAX);
+    for (int l = 0; l < ZT_LANES; l++) {
+        zt_lane &lane = c.lanes[l];
+        /* After a waiter's synchronize (bounded by its timeout). */
+        std::lock_guard<std::timed_mutex> sg(lane.syncmu);
+        std::lock_guard<std::mutex> g(c.mu);
+        if (lane.stream == nullptr) {
+            continue;
         }
+        int rc = (int)aclrtSynchronizeStreamWithTimeout(lane.stream, (int32_t)ms);
+        int code = rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT ? (int)HCCL_E_TIMEOUT : rc;
+        c.finish_upto(l, lane.issued, code, done);
+        if (rc == 0) {
+            (void)aclrtDestroyStream(lane.stream);
+        } else {
+            (void)aclrtDestroyStreamForce(lane.stream);
+        }
+        lane.stream = nullptr;
     }
     for (auto &w : done) {
         w->finish_future();
@@ -168,23 +167,6 @@ void ProcessGroupZccl::check_root(int64_t root, const char *op) const
                 " is outside the group of ", size_);
 }
 
-/* The event a waiter of w waits for, recorded on s behind w's op; on a
- * failure w stays pending without one (waiters then poll the lane). */
-static void zt_record(WorkZccl *w, aclrtStream s)
-{
-    aclrtEvent e = nullptr;
-    aclError rc = aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC);
-    if (rc != ACL_SUCCESS) {
-        zt_throw_acl("aclrtCreateEventWithFlag", rc);
-    }
-    rc = aclrtRecordEvent(e, s);
-    if (rc != ACL_SUCCESS) {
-        (void)aclrtDestroyEvent(e);
-        zt_throw_acl("aclrtRecordEvent", rc);
-    }
-    w->event = e;
-}
-
 c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::issue(c10d::OpType type, const char *name,
                                                        int lane, std::vector<at::Tensor> outputs,
                                                        std::vector<at::Tensor> keep,
@@ -207,16 +189,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::issue(c10d::OpType type, const 
         if (rc != HCCL_SUCCESS) {
             zt_throw_hccl(std::string(name) + " (rank " + std::to_string(rank_) + ")", rc);
         }
-        /* Pending from here on: the op holds w's tensors until the lane is
-           collected, even if recording the event fails. */
+        /* Pending from here on: the op holds w's tensors until it ended. */
+        w->seq = ++core_->lanes[lane].issued;
         core_->lanes[lane].pending.push_back(w);
         /* An op zccl ran on this thread (its caller-thread path) left the
-           stream idle: finish it, and the lane, now. Only an op still
-           queued gets an event to wait for. */
+           stream idle: finish it, and the lane, now. One still queued is
+           finished by its waiter's synchronize. */
         core_->collect(lane, done);
-        if (!w->done()) {
-            zt_record(w.get(), s);
-        }
     }
     for (auto &d : done) {
         d->finish_future();

@@ -1,13 +1,14 @@
 /*
  * Works: completion by lane, waits bounded by the timeout, futures.
  *
- * A lane's works finish together when its stream is idle (see zt.hpp): with
- * the core mutex held nothing new can be queued, so "the stream ran
- * everything" plus one synchronize gives the verdict for every pending work
- * of the lane. Waiters block on events without the mutex, so issuing from
- * another thread (DDP's autograd hooks) never waits for a waiter. The
- * progress thread exists only to complete getFuture() futures, which
- * torch's own code waits on without calling Work::wait.
+ * A waiter synchronizes its lane's stream without the core mutex (see
+ * zt.hpp), so issuing from another thread (DDP's autograd hooks) never waits
+ * for a waiter; the works numbered up to the lane's count when it started
+ * get its verdict. Under the mutex an idle lane is finished without waiting.
+ * The lane's sync mutex keeps one synchronize per lane at a time: two would
+ * split the stream's error between them. The progress thread exists only to
+ * complete getFuture() futures, which torch's own code waits on without
+ * calling Work::wait.
  */
 #include "zt.hpp"
 
@@ -22,13 +23,6 @@ WorkZccl::WorkZccl(std::shared_ptr<zt_core> core, int rank, c10d::OpType type, i
                    std::vector<at::Tensor> outputs)
     : c10d::Work(rank, type), core_(std::move(core)), lane_(lane), outputs_(std::move(outputs))
 {
-}
-
-WorkZccl::~WorkZccl()
-{
-    if (event != nullptr) {
-        (void)aclrtDestroyEvent(event);
-    }
 }
 
 bool WorkZccl::done() const
@@ -82,10 +76,27 @@ void WorkZccl::finish_future()
     }
 }
 
+void zt_core::finish_upto(int lane, uint64_t seq, int rc,
+                          std::vector<c10::intrusive_ptr<WorkZccl>> &done)
+{
+    zt_lane &l = lanes[lane];
+    while (!l.pending.empty() && l.pending.front()->seq <= seq) {
+        c10::intrusive_ptr<WorkZccl> w = std::move(l.pending.front());
+        l.pending.pop_front();
+        w->finish_locked(rc);
+        done.push_back(std::move(w));
+    }
+}
+
 void zt_core::collect(int lane, std::vector<c10::intrusive_ptr<WorkZccl>> &done)
 {
     zt_lane &l = lanes[lane];
     if (l.pending.empty()) {
+        return;
+    }
+    /* A waiter synchronizing the stream owns the verdict: it finishes them. */
+    std::unique_lock<std::timed_mutex> sg(l.syncmu, std::try_to_lock);
+    if (!sg.owns_lock()) {
         return;
     }
     aclrtStreamStatus st = ACL_STREAM_STATUS_NOT_READY;
@@ -93,13 +104,7 @@ void zt_core::collect(int lane, std::vector<c10::intrusive_ptr<WorkZccl>> &done)
     if (e != ACL_SUCCESS || st != ACL_STREAM_STATUS_COMPLETE) {
         return;
     }
-    int rc = (int)aclrtSynchronizeStream(l.stream);
-    while (!l.pending.empty()) {
-        c10::intrusive_ptr<WorkZccl> w = std::move(l.pending.front());
-        l.pending.pop_front();
-        w->finish_locked(rc);
-        done.push_back(std::move(w));
-    }
+    finish_upto(lane, l.issued, (int)aclrtSynchronizeStream(l.stream), done);
 }
 
 static void zt_mark_futures(std::vector<c10::intrusive_ptr<WorkZccl>> &done)
@@ -110,53 +115,50 @@ static void zt_mark_futures(std::vector<c10::intrusive_ptr<WorkZccl>> &done)
     done.clear();
 }
 
+[[noreturn]] static void zt_timed_out(const WorkZccl *w, int rank, std::chrono::milliseconds t)
+{
+    TORCH_CHECK(false, "zccl: ", w->name, " (rank ", rank, ") timed out after ", t.count(), " ms");
+}
+
 void zt_core::complete(WorkZccl *w, std::chrono::milliseconds timeout)
 {
     if (timeout.count() <= 0) {
         timeout = this->timeout;
     }
     auto deadline = clock_type::now() + timeout;
-    bool own_event_done = false;
+    zt_lane &l = lanes[w->lane()];
     std::vector<c10::intrusive_ptr<WorkZccl>> done;
-    for (;;) {
-        c10::intrusive_ptr<WorkZccl> target;
+    while (!w->done()) {
+        /* Another waiter may be synchronizing: take the lane after it. */
+        std::unique_lock<std::timed_mutex> sg(l.syncmu, std::defer_lock);
+        if (!sg.try_lock_until(deadline)) {
+            zt_timed_out(w, rank, timeout);
+        }
+        uint64_t upto;
+        aclrtStream s;
         {
             std::lock_guard<std::mutex> g(mu);
             if (w->done()) {
                 break;
             }
-            collect(w->lane(), done);
-            if (w->done()) {
-                break;
-            }
-            /* Our op ran but later ones are queued: wait for the newest. */
-            target = own_event_done ? lanes[w->lane()].pending.back()
-                                    : c10::intrusive_ptr<WorkZccl>::reclaim_copy(w);
+            upto = l.issued;
+            s = l.stream;
         }
+        /* 0 left: one look at the stream. */
+        long long left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now())
+                .count();
+        int32_t ms = (int32_t)std::min<long long>(std::max<long long>(left, 0), INT32_MAX);
+        aclError e = aclrtSynchronizeStreamWithTimeout(s, ms);
+        if (e == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
+            zt_timed_out(w, rank, timeout);
+        }
+        {
+            std::lock_guard<std::mutex> g(mu);
+            finish_upto(w->lane(), upto, (int)e, done);
+        }
+        sg.unlock();
         zt_mark_futures(done);
-        auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
-        if (left.count() <= 0) {
-            TORCH_CHECK(false, "zccl: ", w->name, " (rank ", rank, ") timed out after ",
-                        timeout.count(), " ms");
-        }
-        if (target->event == nullptr) {
-            /* Its record failed (its issuer got the error): poll the lane. */
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            continue;
-        }
-        int32_t ms = left.count() > INT32_MAX ? INT32_MAX : (int32_t)left.count();
-        aclError e = aclrtSynchronizeEventWithTimeout(target->event, ms);
-        if (e == ACL_ERROR_RT_EVENT_SYNC_TIMEOUT) {
-            TORCH_CHECK(false, "zccl: ", w->name, " (rank ", rank, ") timed out after ",
-                        timeout.count(), " ms");
-        }
-        if (e != ACL_SUCCESS) {
-            zt_throw_acl("aclrtSynchronizeEventWithTimeout", e);
-        }
-        if (target.get() == w) {
-            own_event_done = true;
-        }
     }
     zt_mark_futures(done);
 }
