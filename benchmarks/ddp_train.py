@@ -18,8 +18,11 @@ of the ranks' losses, all-reduced outside the timed part) within --rtol. At
 the end the weights are gathered and must be bitwise identical on every
 rank. Reported per backend: step time (forward, backward with DDP's
 overlapped bucket all-reduces, optimizer; median and mean of the timed
-steps, the slowest rank's) and the time of one synchronous dist.all_reduce
-of all the gradients' bytes (alternating rounds, median). The models, DDP's
+steps, the slowest rank's), the compute time of the same step under DDP's
+no_sync (no all-reduce; measured after training, interleaved likewise) and
+the communication's share of the step, (step - compute) / step, and the
+time of one synchronous dist.all_reduce of all the gradients' bytes
+(alternating rounds, median). The models, DDP's
 buckets and the gradients live in activated memory
 (zccl_torch.use_activated_memory), so zccl's all-reduces are zero-copy; Gloo
 gets the same memory.
@@ -112,6 +115,19 @@ def train_step(r, xs, ys, world):
     return lt.item()
 
 
+def compute_step(r, xs, ys, world):
+    """The same step without communication (DDP's no_sync: no bucket is
+    all-reduced), so step - compute is what the all-reduces cost the step."""
+    dist.barrier(group=world)
+    t0 = time.perf_counter()
+    r["opt"].zero_grad()
+    with r["ddp"].no_sync():
+        loss = torch.nn.functional.mse_loss(r["ddp"](xs), ys)
+        loss.backward()
+    r["opt"].step()
+    return time.perf_counter() - t0
+
+
 def allreduce_time(a, group, world, grads):
     """Mean time of one synchronous all-reduce of every gradient byte."""
     for _ in range(3):
@@ -154,6 +170,13 @@ def worker(rank, a, port, q):
             activated = all(zccl_torch.is_activated(p.grad) for p in r["model"].parameters())
         out[r["name"]] = [r["losses"], same, flat.numel() * 4, activated,
                           staged if r["name"] == "zccl" else None]
+    # After the weights were compared: steps without communication (they
+    # change the weights differently on each rank), interleaved likewise.
+    comp = {r["name"]: [] for r in reps}
+    for x, y in batches(a):
+        xs, ys = x.chunk(a.nranks)[rank], y.chunk(a.nranks)[rank]
+        for r in reps:
+            comp[r["name"]].append(compute_step(r, xs, ys, world))
     grads = torch.zeros(out[a.backends[0]][2] // 4)
     ar = {b: [] for b in a.backends}
     for _ in range(3):  # alternating rounds of the plain all-reduce too
@@ -161,10 +184,12 @@ def worker(rank, a, port, q):
             ar[b].append(allreduce_time(a, groups[b], world, grads))
     for r in reps:
         steps = r["times"][a.warmup:] or r["times"]
+        cs = comp[r["name"]][a.warmup:] or comp[r["name"]]
         tt = torch.tensor([sorted(steps)[len(steps) // 2], sum(steps) / len(steps),
-                           sorted(ar[r["name"]])[1]], dtype=torch.float64)
+                           sorted(ar[r["name"]])[1], sorted(cs)[len(cs) // 2]],
+                          dtype=torch.float64)
         dist.all_reduce(tt, op=dist.ReduceOp.MAX, group=world)
-        out[r["name"]] += [tt[0].item(), tt[1].item(), tt[2].item()]
+        out[r["name"]] += [tt[0].item(), tt[1].item(), tt[2].item(), tt[3].item()]
     if rank == 0:
         q.put(out)
     dist.barrier(group=world)
@@ -209,18 +234,21 @@ def main():
           "backend, interleaved in one run (first %d not timed); step = median, mean over the "
           "timed steps" % (a.inp, a.width, a.width, a.layers, a.out, a.batch, a.nranks, a.steps,
                            a.warmup))
-    print("# %-6s %10s %10s %14s %12s %14s %10s %10s %10s" % (
-        "backend", "step(ms)", "mean(ms)", "allreduce(ms)", "grad bytes", "max loss rdiff",
-        "weights", "activated", "staged"))
+    print("# compute = the step under DDP's no_sync (no all-reduce); comm share = (step - "
+          "compute) / step; allreduce = one synchronous all_reduce of all gradient bytes")
+    print("# %-6s %10s %10s %12s %10s %14s %12s %14s %10s %10s %10s" % (
+        "backend", "step(ms)", "mean(ms)", "compute(ms)", "comm share", "allreduce(ms)",
+        "grad bytes", "max loss rdiff", "weights", "activated", "staged"))
     res = run(a)
     ok = True
     for b in a.backends:
-        losses, same, nbytes, activated, staged, step, mean, ar = res[b]
+        losses, same, nbytes, activated, staged, step, mean, ar, comp = res[b]
         rd = max(abs(l - r) / max(abs(r), 1e-12) for l, r in zip(losses, ref))
         good = same and rd <= a.rtol
         ok = ok and good
-        print("  %-6s %10.3f %10.3f %14.3f %12d %14.2e %10s %10s %10s" % (
-            b, step * 1e3, mean * 1e3, ar * 1e3, nbytes, rd, "identical" if same else "DIFFER",
+        print("  %-6s %10.3f %10.3f %12.3f %9.0f%% %14.3f %12d %14.2e %10s %10s %10s" % (
+            b, step * 1e3, mean * 1e3, comp * 1e3, 100.0 * max(step - comp, 0.0) / step,
+            ar * 1e3, nbytes, rd, "identical" if same else "DIFFER",
             "-" if activated is None else ("yes" if activated else "NO"),
             "-" if staged is None else staged))
         if staged is not None:
