@@ -41,6 +41,9 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <c10/util/FunctionRef.h>
+#include <c10/util/SmallVector.h>
+
 #include <acl/acl.h>
 #include <hccl/hccl.h>
 
@@ -111,6 +114,9 @@ std::vector<uint64_t> zt_alloc_stats();
 
 class WorkZccl;
 
+/* Works finished together (one, mostly): no allocation for a few. */
+using zt_works = c10::SmallVector<c10::intrusive_ptr<WorkZccl>, 4>;
+
 enum zt_lane_id { ZT_LANE_COLL = 0, ZT_LANE_SEND = 1, ZT_LANE_RECV = 2, ZT_LANES = 3 };
 
 struct zt_lane {
@@ -141,11 +147,10 @@ struct zt_core {
     /** Finishes the lane's pending works if its stream ran everything and
      *  no waiter is synchronizing it; called with mu held. Returns the works
      *  finished (futures are marked by the caller after dropping mu). */
-    void collect(int lane, std::vector<c10::intrusive_ptr<WorkZccl>> &done);
+    void collect(int lane, zt_works &done);
     /** Finishes the lane's pending works numbered up to seq with verdict rc
      *  (their ops ended); mu held. */
-    void finish_upto(int lane, uint64_t seq, int rc,
-                     std::vector<c10::intrusive_ptr<WorkZccl>> &done);
+    void finish_upto(int lane, uint64_t seq, int rc, zt_works &done);
     /** Blocks until w is finished or the timeout passes (then throws). */
     void complete(WorkZccl *w, std::chrono::milliseconds timeout);
     void future_loop();
@@ -249,11 +254,13 @@ class ProcessGroupZccl : public c10d::ProcessGroup
     }
 
   private:
-    using launch_fn = std::function<int(aclrtStream)>;
-    /** Issues one op on a lane: launch(stream) is the Hccl call. */
+    /* Called during issue only: a reference, no copy of the lambda. */
+    using launch_fn = c10::function_ref<int(aclrtStream)>;
+    /** Issues one op on a lane: launch(stream) is the Hccl call. The work
+     *  holds outputs until it is destroyed and keep until its op ended. */
     c10::intrusive_ptr<c10d::Work> issue(c10d::OpType type, const char *name, int lane,
                                          std::vector<at::Tensor> outputs,
-                                         std::vector<at::Tensor> keep, const launch_fn &launch,
+                                         std::vector<at::Tensor> keep, launch_fn launch,
                                          std::function<void()> post);
     aclrtStream lane_stream(int lane);
     void check_root(int64_t root, const char *op) const;

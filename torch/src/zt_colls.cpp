@@ -26,6 +26,16 @@ static void zt_copy_back(const at::Tensor &t, const at::Tensor &d, std::function
     zt_then(post, [user, d]() mutable { user.copy_(d); });
 }
 
+/* What a work must hold besides its outputs (held until it is destroyed):
+ * the dense temporary, when d is one. */
+static std::vector<at::Tensor> zt_temp(const at::Tensor &t, const at::Tensor &d)
+{
+    if (d.is_same(t)) {
+        return {};
+    }
+    return {d};
+}
+
 static void zt_divide(const at::Tensor &d, int n, std::function<void()> *post)
 {
     zt_then(post, [d, n]() mutable { d.div_(n); });
@@ -51,7 +61,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::allreduce(std::vector<at::Tenso
     zt_copy_back(t, d, &post);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::ALLREDUCE, "HcclAllReduce", ZT_LANE_COLL, tensors, {t, d},
+        OpType::ALLREDUCE, "HcclAllReduce", ZT_LANE_COLL, tensors, zt_temp(t, d),
         [=](aclrtStream s) {
             return zt_count(d) == 0 ? 0
                                     : (int)HcclAllReduce(d.data_ptr(), d.data_ptr(), zt_count(d),
@@ -112,7 +122,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::broadcast(std::vector<at::Tenso
     HcclComm comm = core_->comm;
     uint32_t root = (uint32_t)opts.rootRank;
     return issue(
-        OpType::BROADCAST, "HcclBroadcast", ZT_LANE_COLL, tensors, {t, d},
+        OpType::BROADCAST, "HcclBroadcast", ZT_LANE_COLL, tensors, zt_temp(t, d),
         [=](aclrtStream s) {
             return zt_count(d) == 0
                        ? 0
@@ -138,7 +148,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::reduce(std::vector<at::Tensor> 
     HcclComm comm = core_->comm;
     uint32_t root = (uint32_t)opts.rootRank;
     return issue(
-        OpType::REDUCE, "HcclReduce", ZT_LANE_COLL, tensors, {t, d},
+        OpType::REDUCE, "HcclReduce", ZT_LANE_COLL, tensors, zt_temp(t, d),
         [=](aclrtStream s) {
             return zt_count(d) == 0 ? 0
                                     : (int)HcclReduce(d.data_ptr(), d.data_ptr(), zt_count(d), dt,

@@ -113,7 +113,7 @@ void ProcessGroupZccl::shutdown()
     if (c.fthread.joinable()) {
         c.fthread.join();
     }
-    std::vector<c10::intrusive_ptr<WorkZccl>> done;
+    zt_works done;
     {
         std::lock_guard<std::mutex> g(c.mu);
         c.closed = true;
@@ -170,14 +170,13 @@ void ProcessGroupZccl::check_root(int64_t root, const char *op) const
 c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::issue(c10d::OpType type, const char *name,
                                                        int lane, std::vector<at::Tensor> outputs,
                                                        std::vector<at::Tensor> keep,
-                                                       const launch_fn &launch,
-                                                       std::function<void()> post)
+                                                       launch_fn launch, std::function<void()> post)
 {
     auto w = c10::make_intrusive<WorkZccl>(core_, rank_, type, lane, std::move(outputs));
     w->name = name;
     w->keep = std::move(keep);
     w->post = std::move(post);
-    std::vector<c10::intrusive_ptr<WorkZccl>> done;
+    zt_works done;
     {
         std::lock_guard<std::mutex> g(core_->mu);
         TORCH_CHECK(!core_->closed, "zccl: ", name, ": the process group is shut down");

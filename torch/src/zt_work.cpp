@@ -76,8 +76,7 @@ void WorkZccl::finish_future()
     }
 }
 
-void zt_core::finish_upto(int lane, uint64_t seq, int rc,
-                          std::vector<c10::intrusive_ptr<WorkZccl>> &done)
+void zt_core::finish_upto(int lane, uint64_t seq, int rc, zt_works &done)
 {
     zt_lane &l = lanes[lane];
     while (!l.pending.empty() && l.pending.front()->seq <= seq) {
@@ -88,7 +87,7 @@ void zt_core::finish_upto(int lane, uint64_t seq, int rc,
     }
 }
 
-void zt_core::collect(int lane, std::vector<c10::intrusive_ptr<WorkZccl>> &done)
+void zt_core::collect(int lane, zt_works &done)
 {
     zt_lane &l = lanes[lane];
     if (l.pending.empty()) {
@@ -107,7 +106,7 @@ void zt_core::collect(int lane, std::vector<c10::intrusive_ptr<WorkZccl>> &done)
     finish_upto(lane, l.issued, (int)aclrtSynchronizeStream(l.stream), done);
 }
 
-static void zt_mark_futures(std::vector<c10::intrusive_ptr<WorkZccl>> &done)
+static void zt_mark_futures(zt_works &done)
 {
     for (auto &w : done) {
         w->finish_future();
@@ -127,7 +126,7 @@ void zt_core::complete(WorkZccl *w, std::chrono::milliseconds timeout)
     }
     auto deadline = clock_type::now() + timeout;
     zt_lane &l = lanes[w->lane()];
-    std::vector<c10::intrusive_ptr<WorkZccl>> done;
+    zt_works done;
     while (!w->done()) {
         /* Another waiter may be synchronizing: take the lane after it. */
         std::unique_lock<std::timed_mutex> sg(l.syncmu, std::defer_lock);
@@ -168,7 +167,7 @@ bool WorkZccl::isCompleted()
     if (done()) {
         return true;
     }
-    std::vector<c10::intrusive_ptr<WorkZccl>> finished;
+    zt_works finished;
     {
         std::lock_guard<std::mutex> g(core_->mu);
         core_->collect(lane_, finished);
