@@ -58,6 +58,7 @@ typedef struct {
     size_t ag_count;
     int host_of[MH_MAX_RANKS];
     int dev_of[MH_MAX_RANKS];
+    double t0; /* the launch */
     mh_res_t *res;
 } mh_job_t;
 
@@ -196,6 +197,10 @@ static int mh_rank(const mh_job_t *j, int rank)
         send[i] = (int32_t)(rank + 1 + i);
     }
     for (int op = 0; op < 3; op++) {
+        if (rank == 0 || rank == j->nranks - 1) {
+            fprintf(stderr, "# rank %d: %s at %.1f s\n", rank,
+                    op == 0 ? "init done" : mh_ops[op - 1], mh_now() - j->t0);
+        }
         res->op_us[op] = mh_op(j, op, comm, s, send, recv, rank, &res->fails);
     }
     res->rss_kb = mh_proc_kb("/proc/self/status", "VmRSS");
@@ -330,6 +335,7 @@ int main(int argc, char **argv)
     }
     fflush(stdout);
     double t0 = mh_now();
+    j.t0 = t0;
     static pid_t pid[MH_MAX_RANKS];
     for (int r = 0; r < j.nranks; r++) {
         pid[r] = fork();
