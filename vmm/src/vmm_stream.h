@@ -29,12 +29,27 @@
  * hand it to the worker at any time (zccl_task_commit). Work queued by other
  * threads meanwhile lands behind the claimed slot, so stream order holds.
  *
+ * Helping. A thread that waits for the stream with nothing else to do (a
+ * synchronize without a deadline, a producer facing a full ring) runs the
+ * stream's published slots itself, in order, while the worker is not
+ * running one: `runner` makes one thread at a time the executor, and the
+ * worker claims no new slot while `helpers` is non-zero (a helper that
+ * finds the worker mid-task waits for that slot to retire, then goes on).
+ * Only slots libhccl committed may be helped (vmm_stream_help says why);
+ * the helper stops at any other slot, at one not yet published, or at its
+ * target, and kicks the worker when work is left. So a loop of queued ops
+ * followed by a synchronize runs on the caller's thread once the ring
+ * filled, and the stream is idle again for the caller-thread path.
+ *
  * Spinning adapts: each stream keeps a spin budget (time, 0.5-20 us) that
- * grows when a synchronize's spin ended in success and shrinks when it ended
- * in a sleep (as it does when runnable threads outnumber cores and the work
- * waited for cannot run meanwhile), and it stays small when the host has no
- * more cores than this process has stream workers. A worker spins at most
- * 5 us for new work: longer would take the core from the thread producing it.
+ * grows when a synchronize's spin ended in success; after a wait that went
+ * past it, the budget becomes that wait's length when it fit 20 us (an op
+ * of one size in a loop takes about as long each time) and halves
+ * otherwise (a wait behind much queued work). Past its first 2 us a spin
+ * yields the core between polls, as the thread waited for may need it, and
+ * the budget stays small when the host has no more cores than this process
+ * has stream workers. A worker spins at most 5 us for new work: longer
+ * would take the core from the thread producing it.
  *
  * Handles. A handle is the stream's address, but it is only dereferenced
  * after it has been found in the registry of live streams (so a bogus or
@@ -69,6 +84,7 @@
 #define VMM_STREAM_DEPTH 1024u /* a power of two */
 #define VMM_SPIN_MAX_NS 20000u /* the longest a wait spins before it yields */
 #define VMM_SPIN_MIN_NS 500u
+#define VMM_PAUSE_NS 2000u     /* the part of a wait's spin that polls without yielding */
 #define VMM_IDLE_SPIN_NS 5000u /* a worker spins at most this long for new work */
 #define VMM_YIELDS 64u         /* sched_yield polls between spinning and sleeping */
 #define VMM_SLICE_NS 100000000ull
@@ -79,6 +95,7 @@ typedef struct {
     void *arg;
     void (*dtor)(void *);
     struct vmm_issuer *who; /* counts the task as its issuer's queued work (or NULL) */
+    int helpable;           /* a waiting thread may run it (libhccl's committed claims) */
     _Alignas(16) unsigned char payload[ZCCL_TASK_PAYLOAD];
 } vmm_slot_t;
 
@@ -100,6 +117,9 @@ struct vmm_stream {
     atomic_int err;
 
     _Alignas(64) atomic_uint_fast64_t head; /* the worker (or a claimer, for its slot) */
+    atomic_int runner;                      /* 1: a thread is the executor of published slots */
+    atomic_uint_fast64_t run_pos;           /* 1 + the last slot an executor took */
+    atomic_int helpers;                     /* waiting threads running slots: worker stands by */
     atomic_uint_fast64_t done;
     atomic_uint done32;            /* futex word: low bits of done */
     atomic_uint_fast64_t want;     /* least `done` a sleeper waits for (UINT64_MAX: none) */
@@ -128,7 +148,7 @@ void vmm_stream_wake_done(vmm_stream_t *s, uint64_t done);
 int vmm_stream_wait_done(vmm_stream_t *s, uint64_t target, uint64_t deadline_ns, int sleep_now);
 aclError vmm_stream_reserve(vmm_stream_t *s, int want_idle, uint64_t *pos, int *idle);
 void vmm_stream_publish(vmm_stream_t *s, uint64_t pos, zccl_task_fn fn, void *arg,
-                        void (*dtor)(void *), struct vmm_issuer *who);
+                        void (*dtor)(void *), struct vmm_issuer *who, int helpable);
 
 /* vmm_stream_worker.c */
 void vmm_stream_retire(vmm_stream_t *s, uint64_t pos, int rc);
@@ -140,6 +160,12 @@ aclError vmm_stream_new(int dev, int is_default, uint32_t priority, uint32_t fla
 /* Stop taking work, run (or drop, force) what is queued, join the worker. */
 void vmm_stream_shutdown(vmm_stream_t *s, int force);
 int vmm_stream_is_self(const vmm_stream_t *s);
+/* A thread about to wait for done >= target runs the stream's published
+ * helpable slots itself, in order, while the worker is not running one.
+ * It stops at target, at a slot it may not run, or at one not yet
+ * published; the plain wait covers the rest. */
+void vmm_stream_help(vmm_stream_t *s, uint64_t target);
+int vmm_stream_running_any(void); /* this thread runs a task of some stream */
 
 /* vmm_stream_task.c */
 struct vmm_issuer *vmm_issuer_mine(void);

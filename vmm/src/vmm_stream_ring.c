@@ -42,11 +42,22 @@ unsigned vmm_idle_budget(void)
     return vmm_spin_cap(VMM_IDLE_SPIN_NS);
 }
 
-/* Grow the budget after a spin that succeeded, shrink it after one that slept. */
-static void vmm_spin_learn(vmm_stream_t *s, int success)
+/* Grow the budget after a spin that succeeded. After one that slept, the
+ * wait took waited_ns: when that fits the longest spin, spin that long next
+ * time (the work waited for takes about as long each time: an op of one
+ * size in a loop), else shrink (a wait behind much queued work, or one
+ * whose work could not run meanwhile). */
+static void vmm_spin_learn(vmm_stream_t *s, int success, uint64_t waited_ns)
 {
     unsigned b = atomic_load_explicit(&s->spin, memory_order_relaxed);
-    b = success ? ZC_MIN(b * 2, VMM_SPIN_MAX_NS) : ZC_MAX(b / 2, VMM_SPIN_MIN_NS);
+    if (success) {
+        b = ZC_MIN(b * 2, VMM_SPIN_MAX_NS);
+    } else if (waited_ns <= VMM_SPIN_MAX_NS) {
+        b = (unsigned)ZC_MAX(waited_ns + waited_ns / 4, (uint64_t)VMM_SPIN_MIN_NS);
+        b = ZC_MIN(b, VMM_SPIN_MAX_NS);
+    } else {
+        b = ZC_MAX(b / 2, VMM_SPIN_MIN_NS);
+    }
     atomic_store_explicit(&s->spin, b, memory_order_relaxed);
 }
 
@@ -68,14 +79,28 @@ void vmm_stream_wake_done(vmm_stream_t *s, uint64_t done)
     }
 }
 
+/* The end of a wait that went past its spin (t0: its start; 0 when it
+ * did not spin, which teaches nothing). Returns rc. */
+static int vmm_wait_slept(vmm_stream_t *s, uint64_t t0, int rc)
+{
+    if (t0 != 0) {
+        vmm_spin_learn(s, 0, rc == 0 ? zc_time_ns() - t0 : UINT64_MAX);
+    }
+    return rc;
+}
+
 /* Wait until done >= target: spin (unless sleep_now), yield, then futex
  * sleeps. deadline_ns 0 = forever. Returns 0, or -1 at the deadline. */
 int vmm_stream_wait_done(vmm_stream_t *s, uint64_t target, uint64_t deadline_ns, int sleep_now)
 {
-    uint64_t until = sleep_now ? 0 : zc_time_ns() + vmm_spin_budget(s);
-    for (unsigned i = 1; until != 0; i++) {
+    uint64_t t0 = sleep_now ? 0 : zc_time_ns();
+    uint64_t budget = sleep_now ? 0 : vmm_spin_budget(s);
+    /* Busy polls for the first VMM_PAUSE_NS of the budget, polls that
+     * yield the core for the rest (the thread waited for may need it). */
+    uint64_t until = t0 + ZC_MIN(budget, VMM_PAUSE_NS);
+    for (unsigned i = 1; budget != 0; i++) {
         if (vmm_reached(s, target)) {
-            vmm_spin_learn(s, 1);
+            vmm_spin_learn(s, 1, 0);
             return 0;
         }
         zc_cpu_relax();
@@ -83,19 +108,21 @@ int vmm_stream_wait_done(vmm_stream_t *s, uint64_t target, uint64_t deadline_ns,
             break;
         }
     }
-    for (unsigned i = 0; i < (sleep_now ? 0 : VMM_YIELDS); i++) {
+    until = t0 + budget;
+    for (unsigned i = 0; budget != 0 && (i < VMM_YIELDS || zc_time_ns() < until); i++) {
         if (vmm_reached(s, target)) {
+            if (zc_time_ns() >= until) {
+                return vmm_wait_slept(s, t0, 0); /* past the budget: learn its length */
+            }
+            vmm_spin_learn(s, 1, 0);
             return 0;
         }
         sched_yield();
     }
-    if (!sleep_now) {
-        vmm_spin_learn(s, 0);
-    }
     for (;;) {
         unsigned d32 = atomic_load_explicit(&s->done32, memory_order_seq_cst);
         if (vmm_reached(s, target)) {
-            return 0;
+            return vmm_wait_slept(s, t0, 0);
         }
         uint64_t w = atomic_load_explicit(&s->want, memory_order_seq_cst);
         while (target < w &&
@@ -103,13 +130,13 @@ int vmm_stream_wait_done(vmm_stream_t *s, uint64_t target, uint64_t deadline_ns,
                                                       memory_order_seq_cst)) {
         }
         if (atomic_load_explicit(&s->done, memory_order_seq_cst) >= target) {
-            return 0;
+            return vmm_wait_slept(s, t0, 0);
         }
         uint64_t slice = VMM_SLICE_NS;
         if (deadline_ns != 0) {
             uint64_t now = zc_time_ns();
             if (now >= deadline_ns) {
-                return -1;
+                return vmm_wait_slept(s, t0, -1);
             }
             slice = ZC_MIN(slice, deadline_ns - now);
         }
@@ -175,21 +202,25 @@ aclError vmm_stream_reserve(vmm_stream_t *s, int want_idle, uint64_t *pos, int *
                     (void *)s, VMM_STREAM_DEPTH);
             return ACL_ERROR_RT_NO_STREAM_RESOURCE;
         }
-        /* Full: sleep until half the ring is free (the worker needs the core
-         * more than a spinning producer does; one wake per half ring). */
+        /* Full: run the queued work here while the worker is not running it
+         * (then the stream is idle again and small ops go back to the
+         * caller's thread), else sleep until half the ring is free (the
+         * worker needs the core more than a spinning producer does). */
+        vmm_stream_help(s, t);
         (void)vmm_stream_wait_done(s, t - VMM_STREAM_DEPTH / 2, zc_time_ns() + VMM_SLICE_NS, 1);
     }
 }
 
 /* Publish reserved slot pos to the worker. */
 void vmm_stream_publish(vmm_stream_t *s, uint64_t pos, zccl_task_fn fn, void *arg,
-                        void (*dtor)(void *), struct vmm_issuer *who)
+                        void (*dtor)(void *), struct vmm_issuer *who, int helpable)
 {
     vmm_slot_t *t = &s->ring[pos & (VMM_STREAM_DEPTH - 1)];
     t->fn = fn;
     t->arg = arg;
     t->dtor = dtor;
     t->who = who;
+    t->helpable = helpable;
     atomic_store_explicit(&t->seq, pos + 1, memory_order_seq_cst);
     atomic_fetch_sub_explicit(&s->producers, 1, memory_order_seq_cst);
     vmm_stream_kick(s);
@@ -206,7 +237,7 @@ aclError vmm_stream_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dto
     int idle;
     aclError rc = vmm_stream_reserve(s, 0, &pos, &idle);
     if (rc == ACL_SUCCESS) {
-        vmm_stream_publish(s, pos, fn, arg, dtor, NULL);
+        vmm_stream_publish(s, pos, fn, arg, dtor, NULL, 0);
     }
     return rc;
 }

@@ -25,6 +25,9 @@ static aclError vmm_stream_sync(vmm_stream_t *s, int64_t timeout_ms, int collect
     if (timeout_ms == 0) {
         deadline = 1; /* already passed: one look */
     }
+    if (timeout_ms < 0 && !vmm_reached(s, target)) {
+        vmm_stream_help(s, target); /* no deadline: run what the worker has not started */
+    }
     if (!vmm_reached(s, target) && vmm_stream_wait_done(s, target, deadline, 0) != 0) {
         uint64_t left = target - atomic_load_explicit(&s->done, memory_order_acquire);
         ZC_WARN(ZC_SUB_STREAM, "%s: stream %p still has %llu tasks after %lld ms", what, (void *)s,

@@ -180,15 +180,7 @@ ZC_EXPORT aclError zccl_stream_enqueue(aclrtStream stream, zccl_task_fn fn, void
 
 ZC_EXPORT int zccl_stream_in_task(void)
 {
-    size_t n = 0;
-    int in = 0;
-    vmm_stream_t **v = vmm_stream_snapshot(-1, &n);
-    for (size_t i = 0; v != NULL && i < n; i++) {
-        in |= vmm_stream_is_self(v[i]);
-        vmm_stream_put(v[i]);
-    }
-    free(v);
-    return in;
+    return vmm_stream_running_any();
 }
 
 ZC_EXPORT aclError zccl_task_reserve(aclrtStream stream, int want_idle, zccl_task_t *t)
@@ -213,7 +205,7 @@ ZC_EXPORT void zccl_task_commit(zccl_task_t *t, zccl_task_fn fn, void (*dtor)(vo
     vmm_stream_t *s = t->stream;
     /* Counted as the caller's queued work, which its frees wait for (no
      * allocation: the issuer record is the thread's, made once). */
-    vmm_stream_publish(s, t->pos, fn, t->payload, dtor, fn != NULL ? vmm_issuer_mine() : NULL);
+    vmm_stream_publish(s, t->pos, fn, t->payload, dtor, fn != NULL ? vmm_issuer_mine() : NULL, 1);
     t->stream = NULL;
     vmm_stream_put(s);
 }
