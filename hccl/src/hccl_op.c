@@ -81,7 +81,9 @@ static int zh_op_try_inline(zh_comm_t *c, zh_task_t *t, HcclResult *r)
         return 0;
     }
     int prev_rank = zc_log_get_rank();
-    zc_log_set_rank(c->rank);
+    if (prev_rank != c->rank) {
+        zc_log_set_rank(c->rank); /* an atomic read-modify-write: not per op */
+    }
     zh_prof_snap_t snap;
     zh_prof_begin(c, &snap);
     zh_op_post(c, t);
@@ -101,7 +103,9 @@ static int zh_op_try_inline(zh_comm_t *c, zh_task_t *t, HcclResult *r)
      * every attempt spin in vain: after a miss skip 1, 2, 4 ... attempts. */
     c->inline_backoff = done ? 0 : ZC_MIN(ZC_MAX(2 * c->inline_backoff, 1u), ZH_INLINE_BACKOFF_MAX);
     c->inline_skip = c->inline_backoff;
-    zc_log_set_rank(prev_rank);
+    if (prev_rank != c->rank) {
+        zc_log_set_rank(prev_rank);
+    }
     return done;
 }
 
@@ -157,13 +161,14 @@ static HcclResult zh_op_issue(zh_comm_t *c, const zh_op_t *op, aclrtStream strea
     }
     t->seq = atomic_fetch_add_explicit(&c->issue_seq, 1, memory_order_relaxed) + 1u;
     atomic_store_explicit(&c->ctrl->issued.value, t->seq, memory_order_release);
-    atomic_fetch_add_explicit(&c->inflight, 1, memory_order_relaxed);
     if (rt.idle && zh_op_try_inline(c, t, &r)) {
         zccl_task_finish(&rt, (int)r);
         free(t->arrays);
-        atomic_fetch_sub_explicit(&c->inflight, 1, memory_order_release);
         return HCCL_SUCCESS; /* its result comes from the stream, as a task's would */
     }
+    /* Counted only once queued (zh_op_task_free uncounts it): an op done
+     * here is over before the call returns, so nothing can wait for it. */
+    atomic_fetch_add_explicit(&c->inflight, 1, memory_order_relaxed);
     zccl_task_commit(&rt, zh_op_task, zh_op_task_free);
     return HCCL_SUCCESS;
 }
