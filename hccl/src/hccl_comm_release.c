@@ -13,8 +13,13 @@
 
 void zh_comm_release(zh_comm_t *c)
 {
-    /* Ranks past the per-host limit were refused before any was attached. */
-    c->nranks = ZC_MIN(c->nranks, ZH_MAX_RANKS);
+    /* Ranks past the per-host limit were refused before any was attached.
+     * Written only then: an attached comm's count is read by other threads
+     * (activation offers blocks to every attached comm's peers) until
+     * zh_mem_detach below takes it out of the table. */
+    if (c->nranks > ZH_MAX_RANKS) {
+        c->nranks = ZH_MAX_RANKS;
+    }
     zh_symwin_release(c);
     zh_mem_detach(c);
     zh_mem_release_all(c);
