@@ -19,8 +19,11 @@
  *    (the root info is from another session, another uid): ZC_ERR_INVAL or
  *    ZC_ERR_PERM (both HCCL_E_PARA), at once;
  *  - not every rank joined within the connect timeout: ZC_ERR_TIMEOUT.
- * A connection the root dropped without an answer (we were too slow with the
- * hello, or it had too many pending clients) is retried until the deadline.
+ * A connection the root dropped without an answer (its pending table was
+ * full) or that could not be made is retried until the deadline, after a
+ * jittered backoff (ZH_BACKOFF_MIN_MS doubling to ZH_BACKOFF_MAX_MS, each
+ * wait drawn from [d/2, d]) so that a thousand ranks do not come back in
+ * lockstep.
  */
 #include "hccl_boot.h"
 
@@ -49,6 +52,9 @@
 #define ZH_DEATH_GRACE_MS 200
 /* How long past our connect timeout we wait for the root's verdict. */
 #define ZH_VERDICT_GRACE_MS 1000
+/* The backoff between attempts. */
+#define ZH_BACKOFF_MIN_MS 10
+#define ZH_BACKOFF_MAX_MS 1000
 
 struct zh_boot {
     int fd;
@@ -244,7 +250,6 @@ static int zh_join_connect(const zh_join_t *j, int *out)
                 strerror(e));
         return ZC_ERR_CONNECT;
     }
-    usleep(20000);
     return ZH_RETRY;
 }
 
@@ -419,6 +424,21 @@ static zh_boot_t *zh_boot_new(const zh_join_t *j, int fd, const zh_boot_entry_t 
     return b;
 }
 
+/* Sleep a random time in [*ms / 2, *ms] (never past deadline), then double
+ * *ms up to ZH_BACKOFF_MAX_MS. */
+static void zh_backoff(uint32_t *ms, uint64_t deadline)
+{
+    uint32_t r = 0;
+    (void)zc_random_bytes(&r, sizeof(r));
+    uint64_t us = (uint64_t)*ms * 500u + r % ((uint64_t)*ms * 500u + 1u);
+    uint64_t now = zc_time_ns();
+    us = ZC_MIN(us, deadline > now ? (deadline - now) / 1000u : 0);
+    if (us > 0) {
+        usleep((useconds_t)us);
+    }
+    *ms = ZC_MIN(*ms * 2u, (uint32_t)ZH_BACKOFF_MAX_MS);
+}
+
 int zh_boot_join(const HcclRootInfo *info, uint32_t nranks, uint32_t rank,
                  const zh_boot_entry_t *mine, uint64_t timeout_ns, zh_boot_t **boot,
                  zh_boot_entry_t *table)
@@ -441,9 +461,14 @@ int zh_boot_join(const HcclRootInfo *info, uint32_t nranks, uint32_t rank,
     }
     int fd = -1;
     int st;
-    do {
+    uint32_t backoff_ms = ZH_BACKOFF_MIN_MS;
+    for (;;) {
         st = zh_join_attempt(&j, &fd, table);
-    } while (st == ZH_RETRY && zc_time_ns() < j.deadline);
+        if (st != ZH_RETRY || zc_time_ns() >= j.deadline) {
+            break;
+        }
+        zh_backoff(&backoff_ms, j.deadline);
+    }
     if (st == ZH_RETRY) {
         ZC_WARN(ZC_SUB_BOOT, "rank %u: the root dropped every hello until the connect timeout",
                 rank);

@@ -54,11 +54,15 @@
 #define ZH_MSG_GO 0x5a434247u
 #define ZH_BOOT_VERSION 2u
 #define ZH_IO_TIMEOUT_MS 2000
-/* From accept to a complete, valid hello; slower clients are dropped (a real
- * rank that was merely slow reconnects). */
-#define ZH_HELLO_TIMEOUT_MS 1000
-/* Connections the listener holds before their hello is in. */
-#define ZH_MAX_PENDING 64
+/* Connections the listener holds before their hello is in: a whole
+ * communicator and a margin, so that no real rank is dropped for being slow
+ * on a loaded machine. A connection is dropped for slowness only when the
+ * table is full, and then the oldest one, if it is at least
+ * ZH_PEND_MIN_AGE_MS old (a younger one is never evicted: the newcomer is
+ * closed instead, and a real rank retries); else it is held until the
+ * session ends (the connect timeout). */
+#define ZH_MAX_PENDING (ZH_MAX_COMM_RANKS + 64)
+#define ZH_PEND_MIN_AGE_MS 1000
 #define ZH_MAC_LEN 16
 /* Longest transport address a rank may send (UCX worker addresses are far
  * shorter). */

@@ -9,10 +9,17 @@
  * The thread polls the listening socket, every connection whose hello is not
  * in yet and every joined rank, all at once, so no client can hold up
  * another. At accept the peer's uid is looked up (zh_tcp_peer_uid): another
- * uid gets a refusal and is closed at once; ours gets a challenge, and then
- * ZH_HELLO_TIMEOUT_MS to deliver a complete hello (bytes arriving one at a
- * time do not extend it). A hello whose mac does not verify is refused and
- * changes nothing; a verified hello that conflicts with the session (other
+ * uid gets a refusal and is closed at once; ours gets a challenge and a slot
+ * in the pending table (ZH_MAX_PENDING: a whole communicator and a margin)
+ * until its hello is complete. Slowness alone never drops a connection
+ * while there is room: 1,024 ranks on 2 cores may take seconds per hello.
+ * When the table is full, the oldest pending connection is evicted if it is
+ * ZH_PEND_MIN_AGE_MS old or more, else the newcomer is closed (a real rank
+ * retries with backoff). A hostile process of our uid can therefore occupy
+ * slots, but not keep a real rank out: its connections are the oldest and go
+ * first. A hello whose mac does not verify is refused at once (logged once
+ * per session, then counted) and changes nothing; a verified hello that
+ * conflicts with the session (other
  * nranks, duplicate or out-of-range rank, another host) fails the session for
  * every joined rank at once, and later verified hellos get the same error
  * until the connect timeout, so no rank waits for peers that will never
@@ -46,7 +53,7 @@
 
 typedef struct {
     int fd;
-    uint64_t deadline;
+    uint64_t since; /* accepted at */
     uint8_t nonce[ZH_NONCE_LEN];
     size_t got;
     zh_hello_t h;
@@ -65,9 +72,14 @@ typedef struct {
     int failed;
     uint8_t *addr[ZH_MAX_COMM_RANKS]; /* transport addresses from the ready reports */
     uint32_t addr_len[ZH_MAX_COMM_RANKS];
-    zh_pending_t pend[ZH_MAX_PENDING];
+    zh_pending_t pend[ZH_MAX_PENDING]; /* in accept order: the oldest first */
     int npend;
     unsigned dropped; /* clients refused at accept, for rate-limited logs */
+    unsigned evicted; /* pending clients evicted for a newcomer */
+    unsigned bad;     /* hellos that failed the proof */
+    /* One poll round's set: listener, pending clients, joined ranks. */
+    struct pollfd pfd[1 + ZH_MAX_PENDING + ZH_MAX_COMM_RANKS];
+    int rank_of[1 + ZH_MAX_PENDING + ZH_MAX_COMM_RANKS];
 } zh_server_t;
 
 /* Fail the session: every joined rank gets st and is let go. Ranks of other
@@ -123,10 +135,12 @@ static void zh_srv_hello(zh_server_t *s, zh_pending_t *p)
     uint8_t mac[ZH_MAC_LEN];
     zh_hello_mac(s->uuid, p->nonce, h, mac);
     if (h->magic != ZH_MSG_HELLO || h->version != ZH_BOOT_VERSION || !zh_mac_equal(mac, h->mac)) {
-        ZC_WARN(ZC_SUB_BOOT,
-                "root: a client (pid %d) failed the session proof (magic 0x%08x "
-                "version %u): refused, not of this session",
-                (int)h->entry.pid, h->magic, h->version);
+        if (s->bad++ == 0) {
+            ZC_WARN(ZC_SUB_BOOT,
+                    "root: a client (pid %d) failed the session proof (magic 0x%08x "
+                    "version %u): refused, not of this session (later ones counted)",
+                    (int)h->entry.pid, h->magic, h->version);
+        }
         zh_send_status(p->fd, ZH_MSG_TABLE, ZC_ERR_INVAL);
         close(p->fd);
         return;
@@ -156,6 +170,27 @@ static void zh_srv_hello(zh_server_t *s, zh_pending_t *p)
     s->joined++;
 }
 
+/* The table is full: evict the oldest pending client when it is old enough
+ * (1), else keep them all (0). */
+static int zh_srv_evict(zh_server_t *s)
+{
+    uint64_t age_ns = zc_time_ns() - s->pend[0].since;
+    if (age_ns < ZH_PEND_MIN_AGE_MS * 1000000ull) {
+        return 0;
+    }
+    if (s->evicted++ < 4) {
+        ZC_WARN(ZC_SUB_BOOT,
+                "root: %d connections owe a hello; evicted the oldest (%llu ms, %zu of %zu "
+                "bytes)",
+                ZH_MAX_PENDING, (unsigned long long)(age_ns / 1000000ull), s->pend[0].got,
+                sizeof(s->pend[0].h));
+    }
+    close(s->pend[0].fd);
+    s->npend--;
+    memmove(&s->pend[0], &s->pend[1], sizeof(s->pend[0]) * (size_t)s->npend);
+    return 1;
+}
+
 /* Take every waiting connection: refuse other uids, challenge ours. */
 static void zh_srv_accept(zh_server_t *s)
 {
@@ -181,11 +216,12 @@ static void zh_srv_accept(zh_server_t *s)
         }
         /* Full for remote peers too (before, a 65th remote client was
          * written past the array: 2 x 64 ranks corrupted the session). */
-        if (why == NULL && s->npend == ZH_MAX_PENDING) {
+        if (why == NULL && s->npend == ZH_MAX_PENDING && !zh_srv_evict(s)) {
             /* Closed without a word: a real rank takes that as "try again". */
             if (s->dropped++ < 4) {
-                ZC_WARN(ZC_SUB_BOOT, "root: %d connections owe a hello; one more dropped",
-                        ZH_MAX_PENDING);
+                ZC_WARN(ZC_SUB_BOOT,
+                        "root: %d connections owe a hello, none %d ms old; one more dropped",
+                        ZH_MAX_PENDING, ZH_PEND_MIN_AGE_MS);
             }
             close(fd);
             continue;
@@ -203,7 +239,7 @@ static void zh_srv_accept(zh_server_t *s)
         zh_pending_t *p = &s->pend[s->npend];
         memset(p, 0, sizeof(*p));
         p->fd = fd;
-        p->deadline = zc_time_ns() + ZH_HELLO_TIMEOUT_MS * 1000000ull;
+        p->since = zc_time_ns();
         zh_chal_t ch = {ZH_MSG_CHAL, ZH_BOOT_VERSION, {0}};
         if (zc_random_bytes(p->nonce, ZH_NONCE_LEN) != 0) {
             ZC_WARN(ZC_SUB_BOOT, "root: getrandom failed (errno %d)", errno);
@@ -237,15 +273,14 @@ static int zh_srv_read(zh_pending_t *p)
 /* One poll round over the listener, pending clients and joined ranks. */
 static void zh_srv_round(zh_server_t *s)
 {
-    struct pollfd pfd[1 + ZH_MAX_PENDING + ZH_MAX_COMM_RANKS];
-    int rank_of[1 + ZH_MAX_PENDING + ZH_MAX_COMM_RANKS];
+    struct pollfd *pfd = s->pfd;
+    int *rank_of = s->rank_of;
     int n = 0;
     uint64_t now = zc_time_ns();
     uint64_t wake = ZC_MIN(s->deadline, now + 200000000ull);
     pfd[n++] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
     for (int i = 0; i < s->npend; i++) {
         pfd[n++] = (struct pollfd){.fd = s->pend[i].fd, .events = POLLIN};
-        wake = ZC_MIN(wake, s->pend[i].deadline);
     }
     int first_rank = n;
     for (int r = 0; r < ZH_MAX_COMM_RANKS; r++) {
@@ -267,7 +302,6 @@ static void zh_srv_round(zh_server_t *s)
             zh_srv_fail(s, ZC_ERR_REMOTE);
         }
     }
-    now = zc_time_ns();
     int kept = 0;
     for (int i = 0; i < s->npend; i++) {
         zh_pending_t *p = &s->pend[i];
@@ -276,17 +310,14 @@ static void zh_srv_round(zh_server_t *s)
             zh_srv_hello(s, p);
             continue;
         }
-        if (got < 0 || now >= p->deadline) {
-            if (got == 0) {
-                ZC_INFO(ZC_SUB_BOOT,
-                        "root: a client sent %zu of %zu hello bytes in %d ms; "
-                        "dropped",
-                        p->got, sizeof(p->h), ZH_HELLO_TIMEOUT_MS);
-            }
+        if (got < 0) {
             close(p->fd);
             continue;
         }
-        s->pend[kept++] = *p;
+        if (kept != i) {
+            s->pend[kept] = *p;
+        }
+        kept++;
     }
     s->npend = kept;
     if (pfd[0].revents & POLLIN) {
@@ -443,6 +474,12 @@ static void *zh_srv_main(void *arg)
     for (int i = 0; i < s->npend; i++) {
         close(s->pend[i].fd);
     }
+    if (s->bad > 1 || s->evicted > 0 || s->dropped > 0) {
+        ZC_WARN(ZC_SUB_BOOT,
+                "root: this session refused %u hellos without the proof, evicted %u clients "
+                "owing a hello, refused or dropped %u at accept, closed %d still owing one",
+                s->bad, s->evicted, s->dropped, s->npend);
+    }
     if (!s->have_first || s->failed != ZC_OK || s->joined != (int)s->first.nranks) {
         if (s->failed == ZC_OK && s->have_first) {
             ZC_WARN(ZC_SUB_BOOT, "root: only %d of %u ranks joined before the connect timeout",
@@ -574,7 +611,7 @@ int zh_boot_root_create_at(HcclRootInfo *info, const char *fallback_ip)
         ZC_WARN(ZC_SUB_BOOT, "root: socket() failed: %s", strerror(errno));
         return ZC_ERR_SYS;
     }
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 128) != 0) {
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, ZH_MAX_PENDING) != 0) {
         ZC_WARN(ZC_SUB_BOOT, "root: bind/listen on %s failed: %s", ip, strerror(errno));
         close(fd);
         return ZC_ERR_CONNECT;

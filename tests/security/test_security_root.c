@@ -5,9 +5,15 @@
  *    ZS_TRICKLE connections to the root port and sends one byte every
  *    ZS_TRICKLE_MS on each, and a process of our own uid does the same. The
  *    other uid must be refused at accept (a ZC_ERR_PERM refusal within
- *    ZS_REFUSE_MS); ours must be dropped when its hello is not complete
- *    ZH_HELLO_TIMEOUT_MS after accept; and four real ranks must init (and
+ *    ZS_REFUSE_MS); ours is held (slowness alone drops nobody while the
+ *    pending table has room: still open ZH_PEND_MIN_AGE_MS + 500 ms on) and
+ *    closed when the session is complete; four real ranks must init (and
  *    run AllReduce) meanwhile in well under the connect timeout (20 s here).
+ *  - eviction: the root's pending table (ZH_MAX_PENDING) is filled with
+ *    connections of our uid that never send a byte; once they are
+ *    ZH_PEND_MIN_AGE_MS old, a newcomer is challenged and the oldest filler
+ *    (only it) is closed; four real ranks then init and run their ops, and
+ *    every filler is closed by the end of the session.
  *  - outsiders join first: a process of another uid holding the exact root
  *    info calls HcclCommInitRootInfo as rank 0, a process of our uid holding
  *    a root info with another unique id calls it as rank 1, and a raw client
@@ -26,6 +32,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "hccl_boot.h"
@@ -68,7 +75,8 @@ typedef struct {
     int32_t refused;     /* got a ZC_ERR_PERM refusal first */
     int32_t challenged;  /* got a challenge first */
     int32_t dropped;     /* closed by the root afterwards */
-    int64_t drop_ms_max; /* from connect to that close */
+    int64_t drop_ms_min; /* from connect to that close */
+    int64_t drop_ms_max;
     int32_t bytes_sent;
 } zs_trickle_report_t;
 
@@ -88,6 +96,22 @@ static int zs_first_message(int fd, int ms)
     zh_reply_t rep;
     memcpy(&rep, &ch, sizeof(rep));
     return rep.magic == ZH_MSG_TABLE && rep.status == ZC_ERR_PERM ? 2 : 0;
+}
+
+/* A first-generation connection closed by the root, at ms after its connect. */
+static void zs_trickle_dropped(zs_trickle_report_t *rep, int64_t ms)
+{
+    rep->drop_ms_min = rep->dropped == 0 ? ms : ZC_MIN(rep->drop_ms_min, ms);
+    rep->drop_ms_max = ZC_MAX(rep->drop_ms_max, ms);
+    rep->dropped++;
+}
+
+/* Has the root closed fd (EOF within ms)? */
+static int zs_closed(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    char c;
+    return poll(&p, 1, ms) == 1 && recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
 }
 
 /* Connect and take the first message; fds[i] stays open only when challenged. */
@@ -140,8 +164,7 @@ static int zs_trickle_kid(int sock, void *arg)
             char c = 'x';
             if (fds[i] >= 0 && p[1 + i].revents != 0 && recv(fds[i], &c, 1, MSG_DONTWAIT) <= 0) {
                 if (first_gen[i]) {
-                    rep.dropped++;
-                    rep.drop_ms_max = ZC_MAX(rep.drop_ms_max, (int64_t)(zs_ms() - t0[i]));
+                    zs_trickle_dropped(&rep, (int64_t)(zs_ms() - t0[i]));
                     first_gen[i] = 0;
                 }
                 close(fds[i]);
@@ -154,6 +177,12 @@ static int zs_trickle_kid(int sock, void *arg)
                 rep.bytes_sent += fds[i] >= 0 && send(fds[i], "x", 1, MSG_NOSIGNAL) == 1;
             }
             next += ZS_TRICKLE_MS;
+        }
+    }
+    /* Told to stop: the session is over, so its listener closed them all. */
+    for (int i = 0; i < ZS_TRICKLE; i++) {
+        if (fds[i] >= 0 && first_gen[i] && zs_closed(fds[i], 2000)) {
+            zs_trickle_dropped(&rep, (int64_t)(zs_ms() - t0[i]));
         }
     }
     ZT_KCHECK(zt_msg_put(sock, &rep, sizeof(rep)) == 0);
@@ -186,8 +215,8 @@ static void test_root_trickle(void **state)
     }
     assert_int_equal(zt_msg_put(same.sock, &ri, sizeof(ri)), 0);
     assert_int_equal(zt_msg_get(same.sock, &s1, sizeof(s1)), 0);
-    /* The tricklers' first connections meet the hello deadline; they go on. */
-    usleep((ZH_HELLO_TIMEOUT_MS + 500) * 1000);
+    /* The tricklers' connections outlive the eviction age; they go on. */
+    usleep((ZH_PEND_MIN_AGE_MS + 500) * 1000);
     zs_report_t init[ZS_NRANKS];
     zs_report_t ops[ZS_NRANKS];
     int ibad = zs_ranks_init(k, ZS_NRANKS, &ri, init);
@@ -205,11 +234,12 @@ static void test_root_trickle(void **state)
         worst = ZC_MAX(worst, init[r].ms);
     }
     printf("root trickle: other uid: %d connections (%d with reconnects), %d refused at "
-           "accept; our uid: %d connections, %d dropped by the hello deadline (the last %lld ms "
-           "after connect), %d in all with reconnects, %d bytes trickled; %d real ranks: %d "
+           "accept; our uid: %d connections, %d closed by the root (%lld to %lld ms after "
+           "connect), %d in all with reconnects, %d bytes trickled; %d real ranks: %d "
            "failed init (slowest %lld ms), %d failed ops\n",
-           h1.opened, h2.opened, h2.refused, s1.opened, s2.dropped, (long long)s2.drop_ms_max,
-           s2.opened, s2.bytes_sent, ZS_NRANKS, ibad, (long long)worst, bad);
+           h1.opened, h2.opened, h2.refused, s1.opened, s2.dropped, (long long)s2.drop_ms_min,
+           (long long)s2.drop_ms_max, s2.opened, s2.bytes_sent, ZS_NRANKS, ibad, (long long)worst,
+           bad);
     fflush(stdout);
     if (u != NULL) {
         assert_int_equal(h1.opened, ZS_TRICKLE);
@@ -217,13 +247,75 @@ static void test_root_trickle(void **state)
         assert_int_equal(h2.refused, h2.opened); /* every one, reconnects too */
     }
     assert_int_equal(s1.challenged, ZS_TRICKLE);
+    /* Not dropped for slowness; closed when the session was complete. */
     assert_int_equal(s2.dropped, ZS_TRICKLE);
-    assert_true(s2.drop_ms_max >= ZH_HELLO_TIMEOUT_MS - 50 &&
-                s2.drop_ms_max < ZH_HELLO_TIMEOUT_MS + 400);
+    assert_int_equal(s2.opened, ZS_TRICKLE);
+    assert_true(s2.drop_ms_min >= ZH_PEND_MIN_AGE_MS + 500);
     assert_true(s2.bytes_sent > 0);
     assert_int_equal(ibad, 0);
     assert_int_equal(bad, 0);
     assert_true(worst < 3000); /* the connect timeout is 20 s */
+}
+
+/* ---- eviction of the oldest ---------------------------------------------------------- */
+
+static void test_root_evict(void **state)
+{
+    (void)state;
+    struct rlimit rl;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    rlim_t want = 2 * ZH_MAX_PENDING + 256; /* our ends and the root's */
+    if (rl.rlim_cur < want) {
+        rl.rlim_cur = ZC_MIN(want, rl.rlim_max);
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    }
+    if (rl.rlim_cur < want) {
+        skip(); /* cannot hold a full table here */
+    }
+    zt_kid_t k[ZS_NRANKS];
+    zs_rank_t a[ZS_NRANKS];
+    zs_ranks_start(k, a, ZS_NRANKS, 0);
+    HcclRootInfo ri;
+    assert_int_equal(HcclGetRootInfo(&ri), HCCL_SUCCESS);
+    static int fds[ZH_MAX_PENDING];
+    zs_trickle_report_t fill = {0};
+    for (int i = 0; i < ZH_MAX_PENDING; i++) {
+        zs_trickle_open(&ri, &fds[i], &fill);
+    }
+    usleep((ZH_PEND_MIN_AGE_MS + 300) * 1000);
+    zs_trickle_report_t late = {0};
+    int nfd = -1;
+    zs_trickle_open(&ri, &nfd, &late);
+    int first_closed = zs_closed(fds[0], 2000);
+    int second_closed = zs_closed(fds[1], 0);
+    zs_report_t init[ZS_NRANKS];
+    zs_report_t ops[ZS_NRANKS];
+    int ibad = zs_ranks_init(k, ZS_NRANKS, &ri, init);
+    int bad = zs_ranks_run(k, ZS_NRANKS, init, ops);
+    int open_after = 0;
+    for (int i = 0; i < ZH_MAX_PENDING; i++) {
+        open_after += fds[i] >= 0 && !zs_closed(fds[i], 2000);
+        if (fds[i] >= 0) {
+            close(fds[i]);
+        }
+    }
+    if (nfd >= 0) {
+        close(nfd);
+    }
+    printf("root evict: %d of %d fillers challenged; after %d ms a newcomer %s, the oldest "
+           "filler %s, the second %s; %d real ranks: %d failed init, %d failed ops; %d "
+           "fillers open after the session\n",
+           fill.challenged, ZH_MAX_PENDING, ZH_PEND_MIN_AGE_MS + 300,
+           late.challenged ? "was challenged" : "was not", first_closed ? "closed" : "open",
+           second_closed ? "closed" : "open", ZS_NRANKS, ibad, bad, open_after);
+    fflush(stdout);
+    assert_int_equal(fill.challenged, ZH_MAX_PENDING);
+    assert_int_equal(late.challenged, 1);
+    assert_true(first_closed);
+    assert_false(second_closed);
+    assert_int_equal(ibad, 0);
+    assert_int_equal(bad, 0);
+    assert_int_equal(open_after, 0);
 }
 
 /* ---- outsiders joining first --------------------------------------------------------- */
@@ -344,6 +436,7 @@ int main(void)
     setenv("HCCL_CONNECT_TIMEOUT", "20", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_root_trickle),
+        cmocka_unit_test(test_root_evict),
         cmocka_unit_test(test_root_outsiders_first),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
