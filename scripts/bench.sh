@@ -53,9 +53,13 @@ for np in $NPS; do
     done
 done
 
-# Resident memory over 100,000 small zero-copy ops (the footer's VmRSS line).
-echo "== all_reduce_perf np 2, 100,000 ops of 8 B, resident memory"
-"${MPIRUN[@]}" -np 2 "$BUILD/benchmarks/all_reduce_perf" -b 8 -e 8 -n 100000 -w 10 -c 1 \
+# Resident memory over 100,000 small zero-copy ops (the footer's VmRSS line),
+# measured after a warm-up of as many: with a warm-up of 10 the timed batch
+# grew by 8 kB, which an smaps diff put in the stream worker's stack (two
+# pages, touched the first time the worker finishes an op rather than the
+# caller's thread; later batches +0), a first-use cost and not a per-op one.
+echo "== all_reduce_perf np 2, 100,000 ops of 8 B after 100,000 warm-up ops, resident memory"
+"${MPIRUN[@]}" -np 2 "$BUILD/benchmarks/all_reduce_perf" -b 8 -e 8 -n 100000 -w 100000 -c 1 \
     -z 1 --rss | tee "$OUT/rss_np2.txt"
 
 echo "== train_dp np 2"
