@@ -64,7 +64,7 @@
 #endif
 
 #define BENCH_REF_HDR 4096
-#define BENCH_REF_SLOT ((size_t)64 << 10)
+#define BENCH_REF_SLOT_BYTES ((size_t)64 << 10)
 #define BENCH_REF_NT_MIN ((size_t)64 << 10)
 #define BENCH_REF_OWN_MAX ((size_t)4 << 20)
 
@@ -88,14 +88,14 @@ static atomic_uint_fast64_t *bench_ref_counter(const bench_ref_t *r, int q)
 
 static unsigned char *bench_ref_slot(const bench_ref_t *r, int q, uint64_t epoch)
 {
-    return r->base[q] + 64 + (size_t)(epoch & 1) * BENCH_REF_SLOT;
+    return r->base[q] + 64 + (size_t)(epoch & 1) * BENCH_REF_SLOT_BYTES;
 }
 
 /* Map every rank's memfd; 0 on every rank or -1 on every rank (told why). */
 int bench_ref_open(bench_ctx_t *ctx)
 {
     bench_ref_t *r = &ctx->ref;
-    r->send_off = BENCH_REF_HDR + 2 * BENCH_REF_SLOT;
+    r->send_off = BENCH_REF_HDR + 2 * BENCH_REF_SLOT_BYTES;
     r->recv_off = r->send_off + bench_round_page(ctx->send_cap);
     r->region = r->recv_off + bench_round_page(ctx->recv_cap);
     r->base = calloc((size_t)ctx->nranks, sizeof(*r->base));
@@ -282,7 +282,7 @@ static int bench_ref_applies(bench_ctx_t *ctx, const bench_ring_t *ring, int var
     case BENCH_REF_OWN_NT:
         return spread && own_ok && big >= BENCH_REF_NT_MIN;
     case BENCH_REF_SLOT:
-        return op.send_elems * op.esize <= BENCH_REF_SLOT;
+        return op.send_elems * op.esize <= BENCH_REF_SLOT_BYTES;
     default:
         return 0;
     }
