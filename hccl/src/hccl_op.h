@@ -36,12 +36,17 @@
  * peers fail their waits at once instead of timing out; the exit barrier is
  * still attempted so buffers are not released under a reader.
  *
- * The caller-thread path. A Barrier, or an op small enough for step 4, whose
- * stream is idle (nothing queued or running, vmm decides) and whose
- * predecessors are done, runs steps 1-4 on the caller's thread: it posts,
- * spins (then yields) at most ZH_INLINE_WAIT_NS for the peers and finishes.
- * If the peers are late, or the op turns out to need steps 5-6, the claimed
- * slot is handed to the stream worker, which goes on from step 2. Work that
+ * The caller-thread path. A Barrier, an op small enough for step 4, or a
+ * zero-copy collective of at most ZH_CALLER_MAX bytes per buffer
+ * (zh_op_caller_ok), whose stream is idle (nothing queued or running, vmm
+ * decides) and whose predecessors are done, runs on the caller's thread: it
+ * posts, waits at most ZH_INLINE_WAIT_NS for the peers' posts, and finishes
+ * (steps 3-6). If the peers are late, or the posts show the op needs the
+ * buffered path, the claimed slot is handed to the stream worker, which goes
+ * on from step 2. Past step 2 nothing can be late for good: every rank has
+ * posted op k, so each has a thread in op k that needs nothing but op k's
+ * own steps, and the caller may wait in the algorithm and the exit barrier
+ * like the worker would (bounded by the exec timeout). Work that
  * other threads queue on the stream meanwhile lands behind that slot, so
  * stream order holds, and a program that relies on asynchronous streams
  * (rank 0 waits in an op on stream A while its peer first needs a Send that
@@ -89,6 +94,10 @@ extern const zh_op_info_t zh_ops[ZH_OP_MAX];
 
 /* hccl_op_post.c */
 int zh_op_inlinable(const zh_op_t *op);
+/* The largest send or receive buffer of an op that may run whole on the
+ * caller's thread (zh_op_caller_ok). */
+#define ZH_CALLER_MAX (64u << 10)
+int zh_op_caller_ok(const zh_op_t *op);
 void zh_op_post(zh_comm_t *c, const zh_task_t *t);
 size_t zh_post_offset(uint32_t seq);
 int zh_op_all_posted(zh_comm_t *c, uint32_t seq);

@@ -156,9 +156,13 @@ static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const 
     return zh_op_exit(c, result);
 }
 
-/* Every post of op seq is in: agree, choose the path, run it. *inline_only:
- * in = 1 asks to stop (returning 1) unless the op finishes without another
- * wait; the caller then hands it to the stream worker. */
+/* Every post of op seq is in: agree, choose the path, run it. inline_only
+ * (the caller's thread) asks to stop, returning 1, unless the op finishes
+ * from the post slots or is a zero-copy op the caller may run whole
+ * (zh_op_caller_ok); the caller then hands it to the stream worker. Once
+ * every post is in, every rank runs op seq to its end without waiting for
+ * anything but op seq's own steps, so the algorithm's waits and the exit
+ * barrier cannot block on work this thread has yet to issue. */
 int zh_op_complete(zh_comm_t *c, const zh_task_t *t, int inline_only)
 {
     const zh_op_t *op = &t->op;
@@ -181,7 +185,7 @@ int zh_op_complete(zh_comm_t *c, const zh_task_t *t, int inline_only)
         zh_op_inline(c, op, seq, op->send_bytes);
         return ZC_OK;
     }
-    if (inline_only) {
+    if (inline_only && !(zc && zh_op_caller_ok(op))) {
         return 1;
     }
     return zh_op_algorithm(c, op, seq, p, zc);

@@ -82,6 +82,28 @@ int zh_op_inlinable(const zh_op_t *op)
            op->send_bytes <= ZH_INLINE_MAX;
 }
 
+/* May op run whole on the caller's thread (steps 1-6) when its stream is
+ * idle and every rank's buffers are activated? Zero-copy collectives whose
+ * buffers are at most ZH_CALLER_MAX bytes each: their algorithm is a few
+ * microseconds of copying and reducing, less than a hand-off to the stream
+ * worker costs. The V collectives keep the worker (their arrays are copied
+ * for it). */
+int zh_op_caller_ok(const zh_op_t *op)
+{
+    switch (op->kind) {
+    case ZH_OP_ALLREDUCE:
+    case ZH_OP_ALLGATHER:
+    case ZH_OP_REDUCESCATTER:
+    case ZH_OP_BROADCAST:
+    case ZH_OP_REDUCE:
+    case ZH_OP_SCATTER:
+    case ZH_OP_ALLTOALL:
+        return op->send_bytes <= ZH_CALLER_MAX && op->recv_bytes <= ZH_CALLER_MAX;
+    default:
+        return 0;
+    }
+}
+
 /* Publish my descriptor and post line of op t->seq (step 1 of every op). */
 void zh_op_post(zh_comm_t *c, const zh_task_t *t)
 {
