@@ -53,7 +53,11 @@
 #define ZH_MSG_READY 0x5a434252u
 #define ZH_MSG_GO 0x5a434247u
 #define ZH_BOOT_VERSION 2u
-#define ZH_IO_TIMEOUT_MS 2000
+/* A joined rank's socket, both ends: how long one send or receive may make
+ * no progress. Dead peers close their end at once; this bounds a stuck one.
+ * Long, because 1,024 ranks on 2 cores may not run for seconds while the root
+ * streams them the table and the address list (2 s lost ranks at 1,024). */
+#define ZH_IO_TIMEOUT_MS 30000
 /* Connections the listener holds before their hello is in: a whole
  * communicator and a margin, so that no real rank is dropped for being slow
  * on a loaded machine. A connection is dropped for slowness only when the
@@ -63,6 +67,9 @@
  * session ends (the connect timeout). */
 #define ZH_MAX_PENDING (ZH_MAX_COMM_RANKS + 64)
 #define ZH_PEND_MIN_AGE_MS 1000
+/* The backoff between a joiner's attempts (zh_backoff). */
+#define ZH_BACKOFF_MIN_MS 10
+#define ZH_BACKOFF_MAX_MS 1000
 #define ZH_MAC_LEN 16
 /* Longest transport address a rank may send (UCX worker addresses are far
  * shorter). */
@@ -224,6 +231,11 @@ static inline int zh_mac_equal(const uint8_t *a, const uint8_t *b)
 /** Send or receive exactly n bytes (honouring the socket's timeouts). */
 int zh_io_full(int fd, void *buf, size_t n, int writing);
 
+/** Between attempts to reach a server: sleep a random time in [*ms / 2, *ms]
+ *  (never past deadline, in zc_time_ns), then double *ms up to
+ *  ZH_BACKOFF_MAX_MS. Start *ms at ZH_BACKOFF_MIN_MS. */
+void zh_backoff(uint32_t *ms, uint64_t deadline);
+
 /** Set both socket timeouts to ms and TCP_NODELAY. */
 void zh_sock_timeouts(int fd, int ms);
 
@@ -232,8 +244,9 @@ void zh_send_status(int fd, uint32_t magic, int status);
 
 /**
  * The uid owning the other end of the loopback-or-local TCP connection fd,
- * read from /proc/net/tcp. Returns 0, or -1 when the peer is not a socket of
- * this host's network namespace.
+ * asked of the kernel by the exact address pair (sock_diag), else read from
+ * /proc/net/tcp. Returns 0, or -1 when the peer is not a socket of this
+ * host's network namespace.
  */
 int zh_tcp_peer_uid(int fd, uint32_t *uid);
 

@@ -5,8 +5,9 @@
  * (the table's host_ip, else a server_id that is an IPv4 address, else what
  * the server_id resolves to) at port ZCCL_RANKTABLE_PORT, until its init
  * returns (by then every rank has joined). The others connect there
- * (non-blocking, retrying refusals and silence until HCCL_CONNECT_TIMEOUT:
- * rank 0 may start last), fetch the root info, and all run the root-info
+ * (non-blocking, retrying refusals and silence with jittered backoff until
+ * HCCL_CONNECT_TIMEOUT: rank 0 may start last), fetch the root info, and all
+ * run the root-info
  * init, whose listener binds HCCL_IF_IP / HCCL_SOCKET_IFNAME when set, else
  * rank 0's server address.
  *
@@ -54,9 +55,10 @@
 #define ZH_RT_MSG_REQ 0x5a435251u /* "ZCRQ" */
 #define ZH_RT_MSG_REP 0x5a435250u /* "ZCRP" */
 #define ZH_RT_VERSION 1u
-#define ZH_RT_PENDING ZH_MAX_COMM_RANKS /* a request is 32 bytes: hold every rank */
-#define ZH_RT_REQ_MS 1000               /* from accept to a complete request */
-#define ZH_RT_ATTEMPT_MS 1000           /* one connect, or one reply, at most */
+/* Clients owing their request: every rank and a margin; when full, the
+ * oldest is evicted once ZH_PEND_MIN_AGE_MS old, as the root listener does. */
+#define ZH_RT_PENDING ZH_MAX_PENDING
+#define ZH_RT_ATTEMPT_MS 5000 /* one connect, or one reply, at most */
 
 typedef struct {
     uint32_t magic;
@@ -77,7 +79,7 @@ _Static_assert(sizeof(zh_rt_rep_t) == 24 + HCCL_ROOT_INFO_BYTES + ZH_MAC_LEN, "p
 
 typedef struct {
     int fd;
-    uint64_t deadline;
+    uint64_t since; /* accepted at */
     size_t got;
     zh_rt_req_t req;
 } zh_rt_pend_t;
@@ -87,9 +89,10 @@ typedef struct {
     atomic_int stop;
     uint8_t key[16];
     HcclRootInfo info;
-    zh_rt_pend_t pend[ZH_RT_PENDING];
+    zh_rt_pend_t pend[ZH_RT_PENDING]; /* in accept order: the oldest first */
     int npend;
     unsigned refused;
+    struct pollfd pfd[1 + ZH_RT_PENDING];
 } zh_rt_srv_t;
 
 /* The key: 128 bits of keyed hash of the table file's bytes. */
@@ -140,6 +143,22 @@ static void zh_rt_srv_answer(zh_rt_srv_t *s, zh_rt_pend_t *p)
     ZC_DEBUG(ZC_SUB_INIT, "rank table server: root info sent to rank %u", p->req.rank);
 }
 
+/* Room for one more pending client: there is, or the oldest was evicted
+ * (1); else 0 (all are younger than ZH_PEND_MIN_AGE_MS). */
+static int zh_rt_srv_room(zh_rt_srv_t *s)
+{
+    if (s->npend < ZH_RT_PENDING) {
+        return 1;
+    }
+    if (zc_time_ns() - s->pend[0].since < ZH_PEND_MIN_AGE_MS * 1000000ull) {
+        return 0;
+    }
+    close(s->pend[0].fd);
+    s->npend--;
+    memmove(&s->pend[0], &s->pend[1], sizeof(s->pend[0]) * (size_t)s->npend);
+    return 1;
+}
+
 /* Take every waiting connection; another uid of this host is refused. */
 static void zh_rt_srv_accept(zh_rt_srv_t *s)
 {
@@ -153,11 +172,11 @@ static void zh_rt_srv_accept(zh_rt_srv_t *s)
         uint32_t uid = 0;
         int local = getpeername(fd, (struct sockaddr *)&peer, &plen) != 0 ||
                     peer.sin_family != AF_INET || zh_addr_is_local(&peer);
-        if ((local && (zh_tcp_peer_uid(fd, &uid) != 0 || uid != (uint32_t)getuid())) ||
-            s->npend == ZH_RT_PENDING) {
+        int room = zh_rt_srv_room(s);
+        if (!room || (local && (zh_tcp_peer_uid(fd, &uid) != 0 || uid != (uint32_t)getuid()))) {
             if (s->refused++ < 4) {
                 ZC_WARN(ZC_SUB_INIT, "rank table server: refused a client (%s)",
-                        s->npend == ZH_RT_PENDING ? "too many pending" : "not of our uid");
+                        !room ? "too many pending, none 1 s old" : "not of our uid");
             }
             close(fd);
             continue;
@@ -165,13 +184,13 @@ static void zh_rt_srv_accept(zh_rt_srv_t *s)
         zh_rt_pend_t *p = &s->pend[s->npend++];
         memset(p, 0, sizeof(*p));
         p->fd = fd;
-        p->deadline = zc_time_ns() + ZH_RT_REQ_MS * 1000000ull;
+        p->since = zc_time_ns();
     }
 }
 
 static void zh_rt_srv_round(zh_rt_srv_t *s)
 {
-    struct pollfd pfd[1 + ZH_RT_PENDING];
+    struct pollfd *pfd = s->pfd;
     pfd[0] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
     for (int i = 0; i < s->npend; i++) {
         pfd[1 + i] = (struct pollfd){.fd = s->pend[i].fd, .events = POLLIN};
@@ -179,7 +198,6 @@ static void zh_rt_srv_round(zh_rt_srv_t *s)
     if (poll(pfd, (nfds_t)(1 + s->npend), 50) <= 0) {
         pfd[0].revents = 0;
     }
-    uint64_t now = zc_time_ns();
     int kept = 0;
     for (int i = 0; i < s->npend; i++) {
         zh_rt_pend_t *p = &s->pend[i];
@@ -192,11 +210,14 @@ static void zh_rt_srv_round(zh_rt_srv_t *s)
         if (p->got == sizeof(p->req)) {
             zh_rt_srv_answer(s, p);
         }
-        if (p->got == sizeof(p->req) || r < 0 || now >= p->deadline) {
+        if (p->got == sizeof(p->req) || r < 0) {
             close(p->fd);
             continue;
         }
-        s->pend[kept++] = *p;
+        if (kept != i) {
+            s->pend[kept] = *p;
+        }
+        kept++;
     }
     s->npend = kept;
     if (pfd[0].revents & POLLIN) {
@@ -336,6 +357,7 @@ static HcclResult zh_rt_net_fetch(const zh_rt_t *t, const uint8_t key[16], const
     uint64_t start = zc_time_ns();
     int foreign = 0;
     int last = ECONNREFUSED;
+    uint32_t backoff_ms = ZH_BACKOFF_MIN_MS;
     for (;;) {
         uint64_t left = limit - ZC_MIN(zc_time_ns() - start, limit);
         int fd = zh_rt_connect(&sa, (int)ZC_MIN(left / 1000000ull + 1, ZH_RT_ATTEMPT_MS));
@@ -362,7 +384,7 @@ static HcclResult zh_rt_net_fetch(const zh_rt_t *t, const uint8_t key[16], const
                     foreign ? "an answer without this table's proof" : strerror(last));
             return HCCL_E_TIMEOUT;
         }
-        usleep(20000);
+        zh_backoff(&backoff_ms, start + limit);
     }
 }
 
