@@ -6,6 +6,13 @@
  * handlers for error reports, memory hooks), which a program whose
  * communicators all lie on one host must not get. The handful of UCP calls
  * used are resolved once into a table.
+ *
+ * Endpoints: with up to ZH_NET_EAGER_MAX ranks on other hosts every
+ * endpoint is created at init; beyond that each is created on the first
+ * transfer with its peer (either way), from the address list kept since
+ * init. 1,024 ranks on 16 hosts would otherwise open 960 endpoints per rank
+ * (with tcp a connection each, ~10^6 in all) where the hierarchical
+ * collectives talk to a few peers per host.
  */
 #include "hccl_net.h"
 
@@ -25,6 +32,7 @@
 
 #define ZH_NET_SPIN 256u
 #define ZH_NET_REAP_NS 1000000000ull
+#define ZH_NET_EAGER_MAX 64
 
 /* ---- libucp, opened on first use ------------------------------------------------------ */
 
@@ -80,6 +88,8 @@ static void zh_ucp_load(void)
 
 typedef struct {
     ucp_ep_h ep;
+    uint32_t addr_off; /* its worker address in the kept list; addr_len 0: on this host */
+    uint32_t addr_len;
     int failed;         /* set by the error handler: every request on it failed */
     const int *closing; /* the net is being destroyed: peers closing is expected */
     char tl[32];
@@ -93,6 +103,7 @@ struct zh_net {
     ucp_address_t *addr;
     size_t addr_len;
     zh_net_peer_t *peer; /* by rank; ep NULL for ranks on this host */
+    uint8_t *addrs;      /* the address list from init, while endpoints are lazy */
     int closing;
 };
 
@@ -186,9 +197,31 @@ static void zh_net_describe(zh_net_t *n, zh_net_peer_t *p)
     (void)n;
 }
 
+/* The endpoint to remote rank r from its worker address at a. */
+static int zh_net_ep_open(zh_net_t *n, int r, const uint8_t *a)
+{
+    zh_net_peer_t *p = &n->peer[r];
+    ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                                        UCP_EP_PARAM_FIELD_ERR_HANDLER,
+                          .address = (const ucp_address_t *)a,
+                          .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+                          .err_handler = {.cb = zh_net_ep_error, .arg = p}};
+    ucs_status_t s = zh_ucp.ucp_ep_create(n->worker, &ep, &p->ep);
+    if (s != UCS_OK) {
+        p->ep = NULL;
+        p->failed = 1; /* once: later transfers with r fail at once */
+        return zh_net_fail(n, "endpoint create", s);
+    }
+    zh_net_describe(n, p);
+    ZC_INFO(ZC_SUB_COMM, "rank %d: UCX endpoint to rank %d over %s", n->rank, r, p->tl);
+    return ZC_OK;
+}
+
 int zh_net_connect(zh_net_t *n, const uint8_t *remote, const uint8_t *all, size_t all_len)
 {
     size_t off = 4u * (size_t)n->nranks;
+    int nremote = 0;
     for (int r = 0; r < n->nranks; r++) {
         uint32_t len;
         memcpy(&len, all + 4u * (size_t)r, 4);
@@ -200,26 +233,36 @@ int zh_net_connect(zh_net_t *n, const uint8_t *remote, const uint8_t *all, size_
             ZC_WARN(ZC_SUB_COMM, "rank %d: rank %d (another host) sent no UCX address", n->rank, r);
             return ZC_ERR_INTERNAL;
         }
-        if (remote[r]) {
-            zh_net_peer_t *p = &n->peer[r];
-            p->closing = &n->closing;
-            ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                                                UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                                                UCP_EP_PARAM_FIELD_ERR_HANDLER,
-                                  .address = (const ucp_address_t *)(all + off),
-                                  .err_mode = UCP_ERR_HANDLING_MODE_PEER,
-                                  .err_handler = {.cb = zh_net_ep_error, .arg = p}};
-            ucs_status_t s = zh_ucp.ucp_ep_create(n->worker, &ep, &p->ep);
-            if (s != UCS_OK) {
-                p->ep = NULL;
-                return zh_net_fail(n, "endpoint create", s);
-            }
-            zh_net_describe(n, p);
-            ZC_INFO(ZC_SUB_COMM, "rank %d: UCX endpoint to rank %d over %s", n->rank, r, p->tl);
-        }
+        n->peer[r].closing = &n->closing;
+        n->peer[r].addr_off = (uint32_t)off;
+        n->peer[r].addr_len = remote[r] ? len : 0;
+        nremote += remote[r] != 0;
         off += len;
     }
+    if (nremote > ZH_NET_EAGER_MAX) {
+        n->addrs = malloc(all_len);
+        if (n->addrs == NULL) {
+            return ZC_ERR_NOMEM;
+        }
+        memcpy(n->addrs, all, all_len);
+        return ZC_OK;
+    }
+    for (int r = 0; r < n->nranks; r++) {
+        if (n->peer[r].addr_len > 0) {
+            ZC_CHECK(zh_net_ep_open(n, r, all + n->peer[r].addr_off));
+        }
+    }
     return ZC_OK;
+}
+
+/* Peer's endpoint, opened now when lazy; NULL when there is none. */
+static ucp_ep_h zh_net_ep(zh_net_t *n, int peer)
+{
+    zh_net_peer_t *p = &n->peer[peer];
+    if (p->ep == NULL && !p->failed && p->addr_len > 0 && n->addrs != NULL) {
+        (void)zh_net_ep_open(n, peer, n->addrs + p->addr_off);
+    }
+    return p->ep;
 }
 
 /* Close every endpoint at once and progress them together for at most
@@ -280,6 +323,7 @@ void zh_net_destroy(zh_net_t *n, int broken)
         zh_ucp.ucp_cleanup(n->ctx);
     }
     free(n->peer);
+    free(n->addrs);
     free(n);
 }
 
@@ -307,12 +351,12 @@ int zh_net_isend(zh_net_t *n, int peer, uint64_t tag, const void *buf, size_t by
                  zh_net_req_t *r)
 {
     zh_net_peer_t *p = &n->peer[peer];
-    if (p->ep == NULL || p->failed) {
+    if (zh_net_ep(n, peer) == NULL || p->failed) {
         r->ucx = NULL;
         r->peer = peer;
         r->recv = 0;
         r->status = ZC_ERR_REMOTE;
-        return p->ep == NULL ? ZC_ERR_INTERNAL : ZC_ERR_REMOTE;
+        return p->failed ? ZC_ERR_REMOTE : ZC_ERR_INTERNAL;
     }
     ucp_request_param_t rp = {.op_attr_mask = 0};
     return zh_net_posted(n, zh_ucp.ucp_tag_send_nbx(p->ep, buf, bytes, tag, &rp), peer, bytes, 0,
@@ -321,6 +365,9 @@ int zh_net_isend(zh_net_t *n, int peer, uint64_t tag, const void *buf, size_t by
 
 int zh_net_irecv(zh_net_t *n, int peer, uint64_t tag, void *buf, size_t bytes, zh_net_req_t *r)
 {
+    /* The endpoint is opened for a receive too: its error handler is how a
+     * dead sender is seen before the exec timeout. */
+    (void)zh_net_ep(n, peer);
     ucp_request_param_t rp = {.op_attr_mask = 0};
     return zh_net_posted(n, zh_ucp.ucp_tag_recv_nbx(n->worker, buf, bytes, tag, ~0ull, &rp), peer,
                          bytes, 1, r);
