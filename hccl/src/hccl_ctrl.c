@@ -243,6 +243,18 @@ void zh_flag_post(zh_flag_t *f, uint32_t value)
     }
 }
 
+void zh_flag_sleep(zh_flag_t *f, uint32_t target, uint64_t ns)
+{
+    /* Dekker with zh_flag_post: sleepers counted before value is read, both
+     * seq_cst, so a post either sees my count or I see its value. */
+    atomic_fetch_add_explicit(&f->sleepers, 1, memory_order_seq_cst);
+    uint32_t v = atomic_load_explicit(&f->value, memory_order_seq_cst);
+    if (!zh_reached(v, target)) {
+        (void)zc_futex_wait(&f->value, v, ns);
+    }
+    atomic_fetch_sub_explicit(&f->sleepers, 1, memory_order_seq_cst);
+}
+
 static int zh_peer_dead(const zh_peer_t *p)
 {
     if (p->pidfd < 0) {
@@ -323,12 +335,7 @@ static int zh_wait_one(zh_comm_t *c, int peer, size_t flag_offset, uint32_t targ
             return ZC_OK;
         }
         sched_yield();
-        atomic_fetch_add_explicit(&f->sleepers, 1, memory_order_seq_cst);
-        v = atomic_load_explicit(&f->value, memory_order_seq_cst);
-        if (!zh_reached(v, target)) {
-            (void)zc_futex_wait(&f->value, v, ZH_SLICE_NS);
-        }
-        atomic_fetch_sub_explicit(&f->sleepers, 1, memory_order_seq_cst);
+        zh_flag_sleep(f, target, ZH_SLICE_NS);
         if (zh_reached(atomic_load_explicit(&f->value, memory_order_acquire), target)) {
             return ZC_OK;
         }

@@ -365,6 +365,9 @@ int zh_ctrl_create(zh_comm_t *c);
 int zh_ctrl_attach_peers(zh_comm_t *c, const zh_boot_entry_t *table);
 void zh_ctrl_destroy(zh_comm_t *c);
 void zh_flag_post(zh_flag_t *f, uint32_t value);
+/* Sleep until f reaches target, counted in its sleepers so that its post
+ * wakes me, or at most ns (spurious wakes allowed: the caller looks again). */
+void zh_flag_sleep(zh_flag_t *f, uint32_t target, uint64_t ns);
 int zh_wait_peers(zh_comm_t *c, size_t flag_offset, uint32_t target);
 int zh_barrier(zh_comm_t *c);
 int zh_ctrl_barrier(zh_comm_t *c);

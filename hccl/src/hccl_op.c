@@ -15,9 +15,12 @@
 #include "zc/sync.h"
 #include "zccl/vmm_ext.h"
 
-/* How long the caller's thread waits for the peers before the worker takes
- * over (it spins spin_iters polls first, then yields the core). */
+/* How long the caller's thread waits for the peers' posts before the
+ * worker takes over, how long of it may be a busy spin (at most spin_iters
+ * polls too), and until when it polls with yields; the rest sleeps. */
 #define ZH_INLINE_WAIT_NS 50000ull
+#define ZH_INLINE_SPIN_NS 20000ull
+#define ZH_INLINE_YIELD_NS 25000ull
 #define ZH_INLINE_BACKOFF_MAX 256u
 
 /* ---- issue window ------------------------------------------------------------------- */
@@ -46,24 +49,48 @@ void zh_issue_leave(zh_comm_t *c)
 
 /* ---- issue ------------------------------------------------------------------------------ */
 
-/* Bounded wait on the caller's thread for every peer's post of seq. */
-static int zh_op_spin_posts(zh_comm_t *c, uint32_t seq)
+/* Bounded wait on the caller's thread for every peer's post of seq: a
+ * spin, then polls that yield the core for up to ZH_INLINE_YIELD_NS, then
+ * sleeps on the post line of the first peer missing, whose post wakes a
+ * counted sleeper. A peer that shares this core (4 ranks on 2 cores) runs at
+ * the first yield; sleeping at once cost more than it saved there (np 4 op +
+ * synchronize 8 B-32 KiB: 65-78 us against 4-11 us with yields, as a wake
+ * that finds the core idle takes tens of us on a VM). A peer that is later
+ * than that waits for a core somewhere else (a loaded host), and polls
+ * would only take CPU from it: the sleeper takes none until the post. */
+static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
 {
-    uint64_t start = 0;
-    for (uint32_t i = 0;; i++) {
-        if (zh_op_all_posted(c, seq)) {
+    int q = zh_op_unposted(c, seq);
+    if (q < 0) {
+        return 1;
+    }
+    uint64_t start = zc_time_ns();
+    for (uint32_t i = 1; i < c->spin_iters; i++) {
+        zc_cpu_relax();
+        if ((q = zh_op_unposted(c, seq)) < 0) {
             return 1;
         }
-        if (i < c->spin_iters) {
-            zc_cpu_relax();
-            continue;
+        if (i % 64 == 0 && zc_time_ns() - start > ZH_INLINE_SPIN_NS) {
+            break;
         }
-        if (start == 0) {
-            start = zc_time_ns();
-        } else if (zc_time_ns() - start > ZH_INLINE_WAIT_NS) {
+    }
+    for (;;) {
+        uint64_t spent = zc_time_ns() - start;
+        if (spent >= ZH_INLINE_WAIT_NS) {
             return 0;
         }
-        sched_yield(); /* a peer may need this core (more ranks than cores) */
+        if (spent < ZH_INLINE_YIELD_NS) {
+            sched_yield();
+            if ((q = zh_op_unposted(c, seq)) < 0) {
+                return 1;
+            }
+            continue;
+        }
+        zh_flag_sleep((zh_flag_t *)(void *)&c->peers[q].ctrl->post[seq & 1u], seq,
+                      ZH_INLINE_WAIT_NS - spent);
+        if ((q = zh_op_unposted(c, seq)) < 0) {
+            return 1;
+        }
     }
 }
 
@@ -89,7 +116,7 @@ static int zh_op_try_inline(zh_comm_t *c, zh_task_t *t, HcclResult *r)
     zh_op_post(c, t);
     t->step = ZH_STEP_POSTED;
     int done = 0;
-    if (zh_op_spin_posts(c, t->seq)) {
+    if (zh_op_wait_posts(c, t->seq)) {
         int st = zh_op_complete(c, t, 1);
         if (st != 1) {
             *r = zh_op_result(c, t->seq, st);

@@ -100,7 +100,7 @@ int zh_op_inlinable(const zh_op_t *op);
 int zh_op_caller_ok(const zh_op_t *op);
 void zh_op_post(zh_comm_t *c, const zh_task_t *t);
 size_t zh_post_offset(uint32_t seq);
-int zh_op_all_posted(zh_comm_t *c, uint32_t seq);
+int zh_op_unposted(zh_comm_t *c, uint32_t seq);
 int zh_op_agree(zh_comm_t *c, const zh_post_t *d0, const zh_post_t *dq, int q, uint32_t seq);
 
 /* hccl_op_path.c */

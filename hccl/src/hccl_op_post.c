@@ -142,14 +142,14 @@ size_t zh_post_offset(uint32_t seq)
     return offsetof(zh_ctrl_t, post) + (seq & 1u) * sizeof(zh_post_t);
 }
 
-/* Has every peer posted op seq? (no waiting) */
-int zh_op_all_posted(zh_comm_t *c, uint32_t seq)
+/* The first rank that has not posted op seq, -1 when every rank has (no waiting). */
+int zh_op_unposted(zh_comm_t *c, uint32_t seq)
 {
     for (int q = 0; q < c->nranks; q++) {
         const atomic_uint *v = &c->peers[q].ctrl->post[seq & 1u].value;
         if ((int32_t)(atomic_load_explicit(v, memory_order_acquire) - seq) < 0) {
-            return 0;
+            return q;
         }
     }
-    return 1;
+    return -1;
 }
