@@ -474,6 +474,21 @@ static zh_boot_t *zh_boot_new(const zh_join_t *j, int fd, const zh_boot_entry_t 
     return b;
 }
 
+long long zh_pend_evict(void *pend, size_t size, int *npend)
+{
+    unsigned char *b = pend;
+    zh_pend_head_t oldest;
+    memcpy(&oldest, b, sizeof(oldest));
+    uint64_t age_ns = zc_time_ns() - oldest.since;
+    if (age_ns < ZH_PEND_MIN_AGE_MS * 1000000ull) {
+        return -1;
+    }
+    close(oldest.fd);
+    (*npend)--;
+    memmove(b, b + size, size * (size_t)*npend);
+    return (long long)(age_ns / 1000000ull);
+}
+
 void zh_backoff(uint32_t *ms, uint64_t deadline)
 {
     uint32_t r = 0;

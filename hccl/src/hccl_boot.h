@@ -231,6 +231,19 @@ static inline int zh_mac_equal(const uint8_t *a, const uint8_t *b)
 /** Send or receive exactly n bytes (honouring the socket's timeouts). */
 int zh_io_full(int fd, void *buf, size_t n, int writing);
 
+/* How every pending-client record (root listener, rank-table server)
+ * starts: its socket and when it was accepted. */
+typedef struct {
+    int fd;
+    uint64_t since; /* zc_time_ns at accept */
+} zh_pend_head_t;
+
+/** A full table of pending clients: *npend records of size bytes, the
+ *  oldest first, each starting with a zh_pend_head_t. Evict the oldest (close
+ *  it, shift the rest down) when it is ZH_PEND_MIN_AGE_MS old or more and
+ *  return its age in ms; else -1 and nothing changed. */
+long long zh_pend_evict(void *pend, size_t size, int *npend);
+
 /** Between attempts to reach a server: sleep a random time in [*ms / 2, *ms]
  *  (never past deadline, in zc_time_ns), then double *ms up to
  *  ZH_BACKOFF_MAX_MS. Start *ms at ZH_BACKOFF_MIN_MS. */

@@ -19,8 +19,8 @@
  * slots, but not keep a real rank out: its connections are the oldest and go
  * first. A hello whose mac does not verify is refused at once (logged once
  * per session, then counted) and changes nothing; a verified hello that
- * conflicts with the session (other
- * nranks, duplicate or out-of-range rank, another host) fails the session for
+ * conflicts with the session (other nranks, duplicate or out-of-range
+ * rank, another host) fails the session for
  * every joined rank at once, and later verified hellos get the same error
  * until the connect timeout, so no rank waits for peers that will never
  * come. A joined rank whose connection closes (it died) before everyone
@@ -41,6 +41,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,9 @@ typedef struct {
     size_t got;
     zh_hello_t h;
 } zh_pending_t;
+_Static_assert(offsetof(zh_pending_t, fd) == offsetof(zh_pend_head_t, fd) &&
+                   offsetof(zh_pending_t, since) == offsetof(zh_pend_head_t, since),
+               "a pending client starts with zh_pend_head_t (zh_pend_evict)");
 
 typedef struct {
     int lfd;
@@ -174,20 +178,17 @@ static void zh_srv_hello(zh_server_t *s, zh_pending_t *p)
  * (1), else keep them all (0). */
 static int zh_srv_evict(zh_server_t *s)
 {
-    uint64_t age_ns = zc_time_ns() - s->pend[0].since;
-    if (age_ns < ZH_PEND_MIN_AGE_MS * 1000000ull) {
+    size_t got = s->pend[0].got;
+    long long age_ms = zh_pend_evict(s->pend, sizeof(s->pend[0]), &s->npend);
+    if (age_ms < 0) {
         return 0;
     }
     if (s->evicted++ < 4) {
         ZC_WARN(ZC_SUB_BOOT,
-                "root: %d connections owe a hello; evicted the oldest (%llu ms, %zu of %zu "
+                "root: %d connections owe a hello; evicted the oldest (%lld ms, %zu of %zu "
                 "bytes)",
-                ZH_MAX_PENDING, (unsigned long long)(age_ns / 1000000ull), s->pend[0].got,
-                sizeof(s->pend[0].h));
+                ZH_MAX_PENDING, age_ms, got, sizeof(s->pend[0].h));
     }
-    close(s->pend[0].fd);
-    s->npend--;
-    memmove(&s->pend[0], &s->pend[1], sizeof(s->pend[0]) * (size_t)s->npend);
     return 1;
 }
 

@@ -7,9 +7,8 @@
  * returns (by then every rank has joined). The others connect there
  * (non-blocking, retrying refusals and silence with jittered backoff until
  * HCCL_CONNECT_TIMEOUT: rank 0 may start last), fetch the root info, and all
- * run the root-info
- * init, whose listener binds HCCL_IF_IP / HCCL_SOCKET_IFNAME when set, else
- * rank 0's server address.
+ * run the root-info init, whose listener binds HCCL_IF_IP /
+ * HCCL_SOCKET_IFNAME when set, else rank 0's server address.
  *
  * What a fetch exposes, and the guard. The root info's unique id admits a
  * rank to the session (hccl_boot.h), so it must not go to whoever reaches
@@ -42,6 +41,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +83,9 @@ typedef struct {
     size_t got;
     zh_rt_req_t req;
 } zh_rt_pend_t;
+_Static_assert(offsetof(zh_rt_pend_t, fd) == offsetof(zh_pend_head_t, fd) &&
+                   offsetof(zh_rt_pend_t, since) == offsetof(zh_pend_head_t, since),
+               "a pending client starts with zh_pend_head_t (zh_pend_evict)");
 
 typedef struct {
     int lfd;
@@ -147,16 +150,7 @@ static void zh_rt_srv_answer(zh_rt_srv_t *s, zh_rt_pend_t *p)
  * (1); else 0 (all are younger than ZH_PEND_MIN_AGE_MS). */
 static int zh_rt_srv_room(zh_rt_srv_t *s)
 {
-    if (s->npend < ZH_RT_PENDING) {
-        return 1;
-    }
-    if (zc_time_ns() - s->pend[0].since < ZH_PEND_MIN_AGE_MS * 1000000ull) {
-        return 0;
-    }
-    close(s->pend[0].fd);
-    s->npend--;
-    memmove(&s->pend[0], &s->pend[1], sizeof(s->pend[0]) * (size_t)s->npend);
-    return 1;
+    return s->npend < ZH_RT_PENDING || zh_pend_evict(s->pend, sizeof(s->pend[0]), &s->npend) >= 0;
 }
 
 /* Take every waiting connection; another uid of this host is refused. */
@@ -176,7 +170,7 @@ static void zh_rt_srv_accept(zh_rt_srv_t *s)
         if (!room || (local && (zh_tcp_peer_uid(fd, &uid) != 0 || uid != (uint32_t)getuid()))) {
             if (s->refused++ < 4) {
                 ZC_WARN(ZC_SUB_INIT, "rank table server: refused a client (%s)",
-                        !room ? "too many pending, none 1 s old" : "not of our uid");
+                        !room ? "too many pending, none old enough to evict" : "not of our uid");
             }
             close(fd);
             continue;

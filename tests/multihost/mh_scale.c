@@ -7,9 +7,10 @@
  * device ids counted per host) for LAYOUT, forks every rank (each enters
  * its host, then knows only the path and its rank), and each runs
  * HcclCommInitClusterInfo, an untimed Barrier (everyone is in), then ITERS x
- * Barrier, AllReduce (int32 SUM) and AllGather (int32), every result checked. Each rank reports its
- * init time, mean op times, VmRSS, VmHWM and Pss after the ops, the machine's MemAvailable then and
- * its HcclCommDestroy time; the parent prints min / median / max over ranks.
+ * Barrier, AllReduce (int32 SUM) and AllGather (int32), every result
+ * checked. Each rank reports its init time, mean op times, VmRSS, VmHWM and
+ * Pss after the ops, the machine's MemAvailable then and its
+ * HcclCommDestroy time; the parent prints min / median / max over ranks.
  *
  * Usage: mh_scale TAG NETNS_SH LAYOUT [ITERS [AR_COUNT [AG_COUNT]]]
  * (LAYOUT: ranks per host, e.g. 64,64), through tests/multihost/run.sh:
