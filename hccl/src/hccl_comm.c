@@ -152,6 +152,12 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     if (cfg != NULL) {
         ZC_CHECK_GOTO(zh_comm_apply_config(c, cfg), st, fail);
     }
+    /* No core to spare per rank: a stream worker could only take the
+     * caller's own core, so the caller runs ops of any size itself. */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    c->caller_max = env->caller_max != 0               ? env->caller_max
+                    : ncpu > 0 && (long)nranks >= ncpu ? UINT64_MAX
+                                                       : ZH_CALLER_MAX;
     int dev = zccl_current_device();
     c->device = dev >= 0 ? dev : 0;
     ZC_CHECK_GOTO(zh_ctrl_create(c), st, fail);
@@ -167,7 +173,6 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     }
     /* Oversubscribed (more ranks than cores): spinning only burns the time
      * slice of the peer we wait for, so go straight to yielding. */
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu > 0 && (long)nranks > ncpu && c->spin_iters > ZH_SPIN_OVERSUB) {
         c->spin_iters = ZH_SPIN_OVERSUB;
     }

@@ -238,6 +238,10 @@ typedef struct {
     uint32_t last_region; /* region index the last translation hit */
 } zh_peer_t;
 
+/* The largest send or receive buffer of an op that may run whole on the
+ * caller's thread while the host has cores to spare (zh_op_caller_ok). */
+#define ZH_CALLER_MAX (64u << 10)
+
 typedef struct zh_comm {
     int rank;
     int nranks;
@@ -248,6 +252,7 @@ typedef struct zh_comm {
     uint64_t buffsize;        /* bytes */
     uint64_t exec_timeout_ns; /* 0 = never */
     uint32_t spin_iters;
+    uint64_t caller_max; /* largest buffer of an op the caller's thread may run whole */
     coll_tuning_t tune;
 
     int ctrl_fd;

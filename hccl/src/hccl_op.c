@@ -169,7 +169,7 @@ static HcclResult zh_stream_error(zh_comm_t *c, const char *what, aclrtStream st
 /* The op's number and its slot on the stream: inline when it may. */
 static HcclResult zh_op_issue(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
 {
-    int small = op->kind == ZH_OP_BARRIER || zh_op_inlinable(op) || zh_op_caller_ok(op);
+    int small = op->kind == ZH_OP_BARRIER || zh_op_inlinable(op) || zh_op_caller_ok(c, op);
     zccl_task_t rt;
     aclError e = zccl_task_reserve(stream, small, &rt);
     if (e != ACL_SUCCESS) {

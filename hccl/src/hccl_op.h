@@ -37,8 +37,9 @@
  * still attempted so buffers are not released under a reader.
  *
  * The caller-thread path. A Barrier, an op small enough for step 4, or a
- * zero-copy collective of at most ZH_CALLER_MAX bytes per buffer
- * (zh_op_caller_ok), whose stream is idle (nothing queued or running, vmm
+ * zero-copy collective of at most caller_max bytes per buffer
+ * (zh_op_caller_ok: 64 KiB, or any size on a host with no core to spare per
+ * rank), whose stream is idle (nothing queued or running, vmm
  * decides) and whose predecessors are done, runs on the caller's thread: it
  * posts, waits at most ZH_INLINE_WAIT_NS for the peers' posts, and finishes
  * (steps 3-6). If the peers are late, or the posts show the op needs the
@@ -94,10 +95,7 @@ extern const zh_op_info_t zh_ops[ZH_OP_MAX];
 
 /* hccl_op_post.c */
 int zh_op_inlinable(const zh_op_t *op);
-/* The largest send or receive buffer of an op that may run whole on the
- * caller's thread (zh_op_caller_ok). */
-#define ZH_CALLER_MAX (64u << 10)
-int zh_op_caller_ok(const zh_op_t *op);
+int zh_op_caller_ok(const zh_comm_t *c, const zh_op_t *op);
 void zh_op_post(zh_comm_t *c, const zh_task_t *t);
 size_t zh_post_offset(uint32_t seq);
 int zh_op_unposted(zh_comm_t *c, uint32_t seq);

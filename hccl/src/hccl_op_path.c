@@ -185,7 +185,7 @@ int zh_op_complete(zh_comm_t *c, const zh_task_t *t, int inline_only)
         zh_op_inline(c, op, seq, op->send_bytes);
         return ZC_OK;
     }
-    if (inline_only && !(zc && zh_op_caller_ok(op))) {
+    if (inline_only && !(zc && zh_op_caller_ok(c, op))) {
         return 1;
     }
     return zh_op_algorithm(c, op, seq, p, zc);

@@ -84,11 +84,13 @@ int zh_op_inlinable(const zh_op_t *op)
 
 /* May op run whole on the caller's thread (steps 1-6) when its stream is
  * idle and every rank's buffers are activated? Zero-copy collectives whose
- * buffers are at most ZH_CALLER_MAX bytes each: their algorithm is a few
- * microseconds of copying and reducing, less than a hand-off to the stream
- * worker costs. The V collectives keep the worker (their arrays are copied
- * for it). */
-int zh_op_caller_ok(const zh_op_t *op)
+ * buffers are at most c->caller_max bytes each: ZH_CALLER_MAX, where the
+ * algorithm is a few microseconds of copying and reducing, less than a
+ * hand-off to the stream worker costs; any size where the host has no core
+ * to spare per rank, so the worker could only run on the caller's own core
+ * (ZCCL_CALLER_MAX overrides). The V collectives keep the worker (their
+ * arrays are copied for it). */
+int zh_op_caller_ok(const zh_comm_t *c, const zh_op_t *op)
 {
     switch (op->kind) {
     case ZH_OP_ALLREDUCE:
@@ -98,7 +100,7 @@ int zh_op_caller_ok(const zh_op_t *op)
     case ZH_OP_REDUCE:
     case ZH_OP_SCATTER:
     case ZH_OP_ALLTOALL:
-        return op->send_bytes <= ZH_CALLER_MAX && op->recv_bytes <= ZH_CALLER_MAX;
+        return op->send_bytes <= c->caller_max && op->recv_bytes <= c->caller_max;
     default:
         return 0;
     }

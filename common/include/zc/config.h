@@ -77,6 +77,10 @@ typedef enum {
       "I inline ops, B buffered ops, S bytes staged' on stdout")                                   \
     X(ZCCL_SPIN_ITERS, ZC_CFG_UINT, spin_iters, "2000", 0, 100000000,                              \
       "Polls of a shared flag before a waiter sleeps on its futex")                                \
+    X(ZCCL_CALLER_MAX, ZC_CFG_UINT, caller_max, "0", 0, 1099511627776ull,                          \
+      "Zero-copy collectives whose buffers are at most this many bytes run on the caller's "       \
+      "thread when their stream is idle (0 = auto: 65536, or any size when this host has no "      \
+      "more cores than the communicator has ranks)")                                               \
     X(ZCCL_ONESHOT_MAX, ZC_CFG_UINT, oneshot_max, "16384", 0, 1073741824,                          \
       "AllReduce messages up to this many bytes use the one-shot algorithm")                       \
     X(ZCCL_NT_MIN, ZC_CFG_UINT, nt_min, "8388608", 0, 4294967295u,                                 \
