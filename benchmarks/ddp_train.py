@@ -18,7 +18,10 @@ of the ranks' losses, all-reduced outside the timed part) within --rtol. At
 the end the weights are gathered and must be bitwise identical on every
 rank. Reported per backend: step time (forward, backward with DDP's
 overlapped bucket all-reduces, optimizer; median and mean of the timed
-steps, the slowest rank's), the compute time of the same step under DDP's
+steps, the slowest rank's; each step starts after a barrier on the
+backend's own group, as that backend's training loop would sync: a Gloo
+barrier releases the ranks up to a few hundred us apart on this VM, which
+the first bucket all-reduce of the step then waits out), the compute time of the same step under DDP's
 no_sync (no all-reduce; measured after training, interleaved likewise) and
 the communication's share of the step, (step - compute) / step, and the
 time of one synchronous dist.all_reduce of all the gradients' bytes
@@ -103,7 +106,7 @@ def setup(a, backend, group):
 
 
 def train_step(r, xs, ys, world):
-    dist.barrier(group=world)
+    dist.barrier(group=r["group"])
     t0 = time.perf_counter()
     r["opt"].zero_grad()
     loss = torch.nn.functional.mse_loss(r["ddp"](xs), ys)
