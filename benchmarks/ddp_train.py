@@ -20,8 +20,9 @@ rank. Reported per backend: step time (forward, backward with DDP's
 overlapped bucket all-reduces, optimizer; median and mean of the timed
 steps, the slowest rank's; each step starts after a barrier on the
 backend's own group, as that backend's training loop would sync: a Gloo
-barrier releases the ranks up to a few hundred us apart on this VM, which
-the first bucket all-reduce of the step then waits out), the compute time of the same step under DDP's
+barrier released two ranks 30 us apart (median; 90th percentile 100 us,
+worst 3.9 ms) and zccl's 0.3 us, and the first bucket all-reduce of the
+step waits that out), the compute time of the same step under DDP's
 no_sync (no all-reduce; measured after training, interleaved likewise) and
 the communication's share of the step, (step - compute) / step, and the
 time of one synchronous dist.all_reduce of all the gradients' bytes
