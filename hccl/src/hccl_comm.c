@@ -153,7 +153,9 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
         ZC_CHECK_GOTO(zh_comm_apply_config(c, cfg), st, fail);
     }
     /* No core to spare per rank: a stream worker could only take the
-     * caller's own core, so the caller runs ops of any size itself. */
+     * caller's own core, so the caller runs ops of any size itself. (Only
+     * one-host comms ask, where nranks are this host's ranks: a comm that
+     * spans hosts takes the hierarchical path.) */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     c->caller_max = env->caller_max != 0               ? env->caller_max
                     : ncpu > 0 && (long)nranks >= ncpu ? UINT64_MAX

@@ -37,9 +37,8 @@
  * still attempted so buffers are not released under a reader.
  *
  * The caller-thread path. A Barrier, an op small enough for step 4, or a
- * zero-copy collective of at most caller_max bytes per buffer
- * (zh_op_caller_ok: 64 KiB, or any size on a host with no core to spare per
- * rank), whose stream is idle (nothing queued or running, vmm
+ * zero-copy collective within the comm's caller_max per buffer
+ * (zh_op_caller_ok), whose stream is idle (nothing queued or running, vmm
  * decides) and whose predecessors are done, runs on the caller's thread: it
  * posts, waits at most ZH_INLINE_WAIT_NS for the peers' posts, and finishes
  * (steps 3-6). If the peers are late, or the posts show the op needs the
