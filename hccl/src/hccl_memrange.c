@@ -41,11 +41,22 @@ typedef struct {
     aclrtDrvMemHandle handle[ZH_MAX_REGIONS];
     uint16_t sorted[ZH_MAX_REGIONS]; /* active block indices by address */
     int nsorted;
+    _Atomic uint64_t sorted_gen;       /* bumped whenever sorted[] changes */
     zh_comm_t *comms[ZH_PM_MAX_COMMS]; /* attached communicators */
     int ncomms;
 } zh_pm_t;
 
-static zh_pm_t zh_pm = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static zh_pm_t zh_pm = {.lock = PTHREAD_MUTEX_INITIALIZER, .sorted_gen = 1};
+
+/* Each thread remembers the last extents zh_mem_local_covers found covered,
+ * with the table's generation then, so an op on the same buffers as the
+ * last one is checked without the table lock (two extents: send and recv). */
+typedef struct {
+    uint64_t gen, lo, hi;
+} zh_cover_t;
+
+static _Thread_local zh_cover_t zh_cover_cache[2];
+static _Thread_local unsigned zh_cover_next;
 static pthread_once_t zh_pm_once = PTHREAD_ONCE_INIT;
 
 /* A child forked while another thread held the table lock must not inherit
@@ -105,6 +116,7 @@ static void zh_pm_sort(void)
         zh_pm.sorted[j] = (uint16_t)k;
     }
     zh_pm.nsorted = n;
+    atomic_fetch_add_explicit(&zh_pm.sorted_gen, 1, memory_order_release);
 }
 
 /* Let c's cross-process peers fetch block k (offered at activation). */
@@ -166,6 +178,7 @@ void zh_mem_detach(zh_comm_t *c)
             zh_pm.ranges[i].state = 0;
         }
         zh_pm.nsorted = 0;
+        atomic_fetch_add_explicit(&zh_pm.sorted_gen, 1, memory_order_release);
     }
     pthread_mutex_unlock(&zh_pm.lock);
 }
@@ -466,6 +479,17 @@ static int zh_pm_search(uint64_t va)
     return found;
 }
 
+static int zh_cover_hit(uint64_t gen, uint64_t va, uint64_t bytes)
+{
+    for (int i = 0; i < 2; i++) {
+        const zh_cover_t *e = &zh_cover_cache[i];
+        if (e->gen == gen && va >= e->lo && va < e->hi && bytes <= e->hi - va) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int zh_mem_local_covers(zh_comm_t *c, uint64_t va, uint64_t bytes)
 {
     (void)c;
@@ -475,19 +499,26 @@ int zh_mem_local_covers(zh_comm_t *c, uint64_t va, uint64_t bytes)
     if (bytes > UINT64_MAX - va) {
         return 0;
     }
+    uint64_t gen = atomic_load_explicit(&zh_pm.sorted_gen, memory_order_acquire);
+    if (zh_cover_hit(gen, va, bytes)) {
+        return 1;
+    }
     uint64_t end = va + bytes;
     int ok = 0;
     pthread_mutex_lock(&zh_pm.lock);
+    gen = atomic_load_explicit(&zh_pm.sorted_gen, memory_order_relaxed);
     int i = zh_pm_search(va);
     if (i >= 0) {
         /* Walk adjacent blocks of one range until the extent is covered. */
         const zh_region_t *g = &zh_pm.regions[zh_pm.sorted[i]];
         uint32_t range = g->range;
+        uint64_t lo = g->va;
         uint64_t cur = va;
         while (g->range == range && cur >= g->va && cur - g->va < g->size) {
             cur = g->va + g->size;
             if (cur >= end) {
                 ok = 1;
+                zh_cover_cache[zh_cover_next++ & 1u] = (zh_cover_t){gen, lo, cur};
                 break;
             }
             if (++i == zh_pm.nsorted) {
