@@ -3,18 +3,21 @@
  * every rank's recv buffer.
  *
  * Direct path:
- *  - pull, below 4 MiB of output per rank: rank r copies in[q] into its own
- *    out[r] slot q for every q, starting at q = r so the ranks spread their
- *    first reads over different sources. Only rank r writes out[r], and the
- *    writes stay in the cache hierarchy of the rank that will use the result.
- *  - push, from 4 MiB: rank r copies in[r] into slot r of every out[q],
+ *  - pull, below 512 KiB of output per rank: rank r copies in[q] into its
+ *    own out[r] slot q for every q, starting at q = r so the ranks spread
+ *    their first reads over different sources. Only rank r writes out[r],
+ *    and the writes stay in the cache hierarchy of the rank that will use
+ *    the result (at 256 KiB reused, np 2: 8.6-9.1 us against push's 10-11).
+ *  - push, from 512 KiB: rank r copies in[r] into slot r of every out[q],
  *    32 KiB to every output before the next, so in[r] is read from memory
  *    once: (n + 1) x S bytes of traffic per rank against pull's 2n x S.
+ *    With buffers out of the cache that is up to 30 % faster from 512 KiB
+ *    to 4 MiB at np 2; reused, the two are level there (docs/NOTES.md).
  *    Only rank r writes slot r of any output; the caller's exit barrier
  *    orders the writes before any rank returns. The choice depends only on
  *    the size, so every rank makes the same one (a pulling rank beside a
  *    pushing one would leave slots unwritten).
- * Each picks cached or streaming stores as measured cheaper (coll_nt.c).
+ * Each picks cached or streaming stores by where the output probably is (coll_nt.c).
  * In place (in[r] == slot r of out[r]) the own copy is a no-op and peers read in[r] while
  * nobody writes it: safe with no barrier. An in[r] that overlaps out[r] any other way would be
  * overwritten while peers read it: then every rank pulls, those ranks into a private buffer that
@@ -42,7 +45,7 @@
 
 /* Output bytes per rank from which the direct path pushes (every rank
  * computes the same answer from the op's count, dtype and nranks). */
-#define COLL_AG_PUSH_MIN ((size_t)4 << 20)
+#define COLL_AG_PUSH_MIN ((size_t)512 << 10)
 /* Bytes of my block pushed to every output before the next: read from
  * memory once, it stays in L1 for the other n - 1 copies. */
 #define COLL_AG_PUSH_CHUNK ((size_t)32 << 10)
@@ -52,9 +55,7 @@ static int coll_ag_work(const coll_args_t *a, char *base, void *ctx)
 {
     size_t bytes = *(const size_t *)ctx;
     size_t total = bytes * (size_t)a->nranks;
-    coll_nt_ticket_t t;
-    coll_pull_blocks(a, base, bytes, 0, coll_nt_choose(a, COLL_NT_ALLGATHER, bytes, total, &t));
-    coll_nt_learn(&t, total);
+    coll_pull_blocks(a, base, bytes, 0, coll_nt_choose(a, bytes, total));
     return ZC_OK;
 }
 
@@ -65,8 +66,7 @@ static void coll_ag_push(const coll_args_t *a, size_t bytes)
     size_t total = bytes * (size_t)a->nranks;
     const char *src = a->in[me];
     size_t slot = (size_t)me * bytes;
-    coll_nt_ticket_t t;
-    int nt = coll_nt_choose(a, COLL_NT_ALLGATHER_PUSH, bytes, total, &t);
+    int nt = coll_nt_choose(a, bytes, total);
     for (size_t o = 0; o < bytes; o += COLL_AG_PUSH_CHUNK) {
         size_t len = ZC_MIN(COLL_AG_PUSH_CHUNK, bytes - o);
         for (int k = 0; k < a->nranks; k++) {
@@ -77,7 +77,6 @@ static void coll_ag_push(const coll_args_t *a, size_t bytes)
     if (nt) {
         coll_store_fence();
     }
-    coll_nt_learn(&t, total);
 }
 
 int coll_allgather_direct(const coll_args_t *a)

@@ -9,7 +9,7 @@
  *    cache lines; rank r reduces slice r of all inputs, one L1-sized block at
  *    a time, into slice r of its own output and copies that still L1-hot
  *    block into slice r of every other output; with streaming stores
- *    (chosen by measurement, coll_nt.c) it reduces into an L1 stack block
+ *    (chosen by where the output probably is, coll_nt.c) it reduces into an L1 stack block
  *    instead and streams it into every output, its own included (see
  *    coll_ar_mode). Only rank r reads or
  *    writes slice r of any buffer, so in-place (out[q] == in[q]) is safe with
@@ -123,12 +123,7 @@ int coll_allreduce_direct(const coll_args_t *a)
     if (bytes <= coll_oneshot_max(a) && !inplace_any) {
         return coll_ar_oneshot_work(a, a->out[a->rank], NULL);
     }
-    coll_nt_ticket_t t;
-    int nt = coll_nt_choose(a, COLL_NT_ALLREDUCE, bytes, bytes, &t);
-    coll_ar_rsw(a, es, nt);
-    size_t off, len;
-    coll_slice(a->count, a->nranks, a->rank, es, &off, &len);
-    coll_nt_learn(&t, len * es * (size_t)a->nranks);
+    coll_ar_rsw(a, es, coll_nt_choose(a, bytes, bytes));
     return ZC_OK;
 }
 

@@ -102,43 +102,24 @@ int coll_use_nt(const coll_args_t *a, size_t msg_bytes);
 /**
  * Streaming stores for a direct op whose every rank reads in_bytes and
  * writes out_bytes? Yes once the op's data over all ranks, (in + out) x
- * nranks, reaches 2 x tune->nt_min: from there it no longer fits the
+ * nranks, exceeds 2 x tune->nt_min: from there it no longer fits the
  * last-level cache beside everything else, and a cached store would cost a
  * read-for-ownership plus a write-back of every line (measured on the
- * project's 32 MiB-LLC machine: AllReduce np 2 crosses over between 2 and
- * 4 MiB per rank, np 4 between 1 and 2 MiB, AllGather np 2 between 2 and 4
- * MiB of output per rank... in each case near 16 MiB of data in all).
+ * project's 32 MiB-LLC machine with reused buffers: AllReduce np 2 at
+ * 4 MiB per rank, 16 MiB of data, took 223 us cached against 425-455
+ * streaming, at 8 MiB 1,100 us against 860; np 4 at 2 MiB, 16 MiB of data,
+ * 320-505 us cached against 476-542).
  */
 int coll_use_nt_op(const coll_args_t *a, size_t in_bytes, size_t out_bytes);
 
-/** The collectives whose store kind is learned (coll_nt.c). */
-enum { COLL_NT_ALLREDUCE = 0, COLL_NT_ALLGATHER, COLL_NT_ALLGATHER_PUSH, COLL_NT_KINDS };
-
-/** One op's choice, to be reported back with coll_nt_learn. */
-typedef struct {
-    void *slot;        /* NULL: not learned (static rule or too small) */
-    int nt;            /* the kind chosen */
-    int explore;       /* 1: a re-measurement of the kind not in use */
-    uint64_t start_ns; /* when the timed loop began */
-} coll_nt_ticket_t;
-
 /**
- * Cached (0) or streaming (1) stores for this rank's part of a direct op of
- * `kind` reading in_bytes and writing out_bytes per rank: the kind measured
- * cheaper for the op's size class, sometimes the other one to keep both
- * measurements fresh (see coll_nt.c). Starts the ticket's clock.
+ * Cached (0) or streaming (1) stores for this rank's part of a large direct
+ * AllReduce or AllGather whose every rank reads in_bytes and writes
+ * out_bytes: streaming when the op's data cannot stay cached or its output
+ * was probably evicted since it was last used (coll_nt.c). Notes the op in
+ * a->reuse, so call it once per op.
  */
-int coll_nt_choose(const coll_args_t *a, int kind, size_t in_bytes, size_t out_bytes,
-                   coll_nt_ticket_t *t);
-
-/** Record the time since coll_nt_choose for `written` bytes of this rank's stores. */
-void coll_nt_learn(const coll_nt_ticket_t *t, size_t written);
-
-/** coll_nt_learn with the time given (tests). */
-void coll_nt_record(const coll_nt_ticket_t *t, uint64_t ns, size_t written);
-
-/** Forget every measurement (tests). */
-void coll_nt_reset(void);
+int coll_nt_choose(const coll_args_t *a, size_t in_bytes, size_t out_bytes);
 
 /** AllReduce one-shot threshold in bytes. */
 size_t coll_oneshot_max(const coll_args_t *a);

@@ -1,144 +1,109 @@
 /*
- * Cached or streaming stores: chosen by measurement for the large direct
- * AllReduce and AllGather.
+ * Cached or streaming stores for the large direct AllReduce and AllGather:
+ * chosen from where the op's output probably is.
  *
- * Which store kind is faster depends on whether the op's buffers are still
- * in the cache, which the size alone does not say: a program that reuses
- * its buffers finds a 1 MiB op's data cached (cached stores win by about a
- * third), one that cycles through many buffers finds it cold (streaming
- * stores win by 2x and more, since a cached store first reads every line
- * from DRAM). So each (collective, size class) keeps the measured cost of
- * both kinds, and ops use the cheaper one:
- *  - size class = log2 of the op's data over all ranks (inputs + outputs);
- *    below 256 KiB of it, always cached (it fits any cache, and streaming
- *    would push it out);
- *  - the first four ops of a class alternate, starting with the static rule
- *    (coll_use_nt_op); after that the other kind is re-measured once per
- *    `gap` ops, so a program that changes its pattern is followed. The gap
- *    starts at 16 and doubles (up to 1024) each time the re-measurement
- *    loses again; a re-measurement that beats the current kind's average
- *    sets it back to 16. A fixed gap of 16 cost a steady 1/16 of the slower
- *    kind's excess: with buffers rotated past the cache, where a cached-store
- *    op costs several streaming ones, that alone was 6-60 % more time;
- *  - the cost is the time of this rank's copy / reduce loop alone (no
- *    barriers) per KiB it writes, kept as an average weighting the newest
- *    quarter. tune->nt_min = 0 still means never streaming.
- * Each rank decides for its own stores (they are fenced before the next
- * barrier either way), so ranks need not agree; results are the same bits.
- * The table is process-wide and updated with relaxed atomics: it is a hint,
- * a lost update costs nothing but a slightly older average.
+ * A cached store first reads its line for ownership. When the output is in
+ * the cache that read is free, and the written result stays there for
+ * whoever reads it next: cached stores win (by about a third at 1 MiB reused
+ * on the project's 32 MiB-LLC machine). When it is not, every line is read
+ * from DRAM before it is overwritten, and streaming stores, which skip that
+ * read, win by 2x and more. So the question is whether the output is still
+ * cached, and the size alone does not say: a program that reuses its
+ * buffers finds a 1 MiB op's data cached, one that cycles through many
+ * buffers does not.
+ *
+ * The model: the last-level cache keeps about the last W = 2 x tune->nt_min
+ * bytes of op data (inputs + outputs of every rank, all on this host's
+ * caches). Each communicator keeps the ranges of its recent large direct ops
+ * (coll_reuse_t) on a clock counting those bytes, and an op of D bytes of
+ * data streams when
+ *  - D >= W: it cannot stay cached whatever came before (the size rule,
+ *    coll_use_nt_op), or
+ *  - its output range (this rank's) was last touched by an op that ended
+ *    more than W - D bytes of op data ago, or by no op within the last W
+ *    bytes of a history that reaches that far back: in either case other
+ *    data has pushed it out since.
+ * An output the history cannot place (the first ops of a communicator)
+ * follows the size rule: cached below W. Every rank sees the same sequence
+ * of ops, so all ranks choose alike (they need not: each rank fences its own
+ * streaming stores before the next barrier, and the bits are the same).
+ *
+ * This replaced a learner that timed both kinds and kept the cheaper. Single
+ * timings misled it: the first op after a switch pays for the cache state
+ * the other kind left, and one op slowed by foreign traffic (another
+ * program, the benchmark's reference between batches) flipped the choice for
+ * a thousand ops. An np 2 AllGather of 2 MiB reused ran at half speed on one
+ * rank that had settled on streaming. The model sees no foreign traffic:
+ * memory a program touches between ops is not counted, so an output it
+ * evicted looks cached until the history says otherwise.
  */
 #include "coll_internal.h"
 
-#include <stdatomic.h>
-#include <time.h>
+/* Ops whose data over all ranks is below this are always cached: it fits any
+ * cache, and streaming would push it out. */
+#define COLL_NT_MIN_DATA ((size_t)256 << 10)
 
-#define COLL_NT_CLASSES 48
-#define COLL_NT_MIN_CLASS 18 /* 256 KiB of data over all ranks */
-#define COLL_NT_GAP_MIN 16u
-#define COLL_NT_GAP_MAX 1024u
-
-typedef struct {
-    atomic_uint_fast64_t cost[2]; /* ps per KiB written; 0 = not measured */
-    atomic_uint_fast32_t ops;
-    atomic_uint_fast32_t gap; /* ops per re-measurement; 0 = COLL_NT_GAP_MIN */
-} coll_nt_slot_t;
-
-static coll_nt_slot_t coll_nt_tab[COLL_NT_KINDS][COLL_NT_CLASSES];
-
-static int coll_nt_class(size_t bytes)
+static int coll_reuse_overlaps(uintptr_t lo, uintptr_t hi, uintptr_t elo, uintptr_t ehi)
 {
-    int c = 0;
-    while (bytes > 1 && c < COLL_NT_CLASSES - 1) {
-        bytes >>= 1;
-        c++;
+    return elo < ehi && lo < ehi && elo < hi;
+}
+
+/* Bytes of op data since [lo, hi) was last touched; UINT64_MAX when no op in
+ * the last `window` bytes touched it and the history reaches back that far;
+ * 0 when the history is too short to say (as if just touched: the size rule
+ * decides). */
+static uint64_t coll_reuse_age(const coll_reuse_t *r, uintptr_t lo, uintptr_t hi, uint64_t window)
+{
+    for (uint32_t k = 1; k <= COLL_REUSE_SLOTS; k++) {
+        const coll_reuse_ent_t *e = &r->ent[(r->next - k) % COLL_REUSE_SLOTS];
+        if (e->stamp == 0) {
+            return 0; /* the history starts here */
+        }
+        uint64_t age = r->clock - e->stamp;
+        if (age >= window) {
+            return UINT64_MAX;
+        }
+        if (coll_reuse_overlaps(lo, hi, e->lo[0], e->hi[0]) ||
+            coll_reuse_overlaps(lo, hi, e->lo[1], e->hi[1])) {
+            return age;
+        }
     }
-    return c;
+    return 0; /* every entry is younger than the window */
 }
 
-static uint64_t coll_nt_now_ns(void)
+static void coll_reuse_note(coll_reuse_t *r, const void *in, size_t in_bytes, const void *out,
+                            size_t out_bytes, uint64_t data)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    coll_reuse_ent_t *e = &r->ent[r->next % COLL_REUSE_SLOTS];
+    e->lo[0] = (uintptr_t)in;
+    e->hi[0] = (uintptr_t)in + in_bytes;
+    e->lo[1] = (uintptr_t)out;
+    e->hi[1] = (uintptr_t)out + out_bytes;
+    r->clock += data;
+    e->stamp = r->clock;
+    r->next++;
 }
 
-int coll_nt_choose(const coll_args_t *a, int kind, size_t in_bytes, size_t out_bytes,
-                   coll_nt_ticket_t *t)
+int coll_nt_choose(const coll_args_t *a, size_t in_bytes, size_t out_bytes)
 {
-    t->slot = NULL;
     size_t nt_min = a->tune != NULL ? a->tune->nt_min : COLL_DEFAULT_NT_MIN;
     int rule = coll_use_nt_op(a, in_bytes, out_bytes);
     size_t per_rank = in_bytes + out_bytes;
-    size_t total = per_rank * (size_t)a->nranks;
-    if (nt_min == 0 || kind < 0 || kind >= COLL_NT_KINDS || per_rank < in_bytes ||
-        total / (size_t)a->nranks != per_rank) {
+    size_t data = per_rank * (size_t)a->nranks;
+    coll_reuse_t *r = a->reuse;
+    if (r == NULL || nt_min == 0 || per_rank < in_bytes || data / (size_t)a->nranks != per_rank) {
         return rule;
     }
-    int c = coll_nt_class(total);
-    if (c < COLL_NT_MIN_CLASS) {
+    if (data < COLL_NT_MIN_DATA) {
         return 0;
     }
-    coll_nt_slot_t *s = &coll_nt_tab[kind][c];
-    uint32_t n = (uint32_t)atomic_fetch_add_explicit(&s->ops, 1, memory_order_relaxed);
-    uint64_t cc = atomic_load_explicit(&s->cost[0], memory_order_relaxed);
-    uint64_t cn = atomic_load_explicit(&s->cost[1], memory_order_relaxed);
-    int nt;
-    t->explore = 0;
-    if (n < 4 || cc == 0 || cn == 0) {
-        nt = (n & 1u) ? !rule : rule;
-    } else {
-        uint32_t gap = (uint32_t)atomic_load_explicit(&s->gap, memory_order_relaxed);
-        gap = gap != 0 ? gap : COLL_NT_GAP_MIN;
-        int best = cn < cc;
-        t->explore = n % gap == 0;
-        nt = t->explore ? !best : best;
+    int nt = rule;
+    if (!rule) {
+        uint64_t window = 2 * (uint64_t)nt_min;
+        const char *out = a->out[a->rank];
+        uint64_t age = coll_reuse_age(r, (uintptr_t)out, (uintptr_t)out + out_bytes, window);
+        nt = age > window - data;
     }
-    t->slot = s;
-    t->nt = nt;
-    t->start_ns = coll_nt_now_ns();
+    coll_reuse_note(r, a->in[a->rank], in_bytes, a->out[a->rank], out_bytes, data);
     return nt;
-}
-
-void coll_nt_learn(const coll_nt_ticket_t *t, size_t written)
-{
-    if (t->slot != NULL) {
-        coll_nt_record(t, coll_nt_now_ns() - t->start_ns, written);
-    }
-}
-
-void coll_nt_record(const coll_nt_ticket_t *t, uint64_t ns, size_t written)
-{
-    if (t->slot == NULL || written < 1024) {
-        return;
-    }
-    coll_nt_slot_t *s = t->slot;
-    uint64_t x = ns * 1000u / (written / 1024u);
-    if (x == 0) {
-        x = 1;
-    }
-    uint64_t old = atomic_load_explicit(&s->cost[t->nt], memory_order_relaxed);
-    uint64_t avg = old == 0 ? x : (3 * old + x) / 4;
-    atomic_store_explicit(&s->cost[t->nt], avg != 0 ? avg : 1, memory_order_relaxed);
-    if (t->explore) {
-        /* lost again: re-measure half as often; won: soon again */
-        uint64_t other = atomic_load_explicit(&s->cost[!t->nt], memory_order_relaxed);
-        uint32_t gap = (uint32_t)atomic_load_explicit(&s->gap, memory_order_relaxed);
-        gap = gap != 0 ? gap : COLL_NT_GAP_MIN;
-        gap = x < other ? COLL_NT_GAP_MIN : ZC_MIN(2 * gap, COLL_NT_GAP_MAX);
-        atomic_store_explicit(&s->gap, gap, memory_order_relaxed);
-    }
-}
-
-void coll_nt_reset(void)
-{
-    for (int k = 0; k < COLL_NT_KINDS; k++) {
-        for (int c = 0; c < COLL_NT_CLASSES; c++) {
-            coll_nt_slot_t *s = &coll_nt_tab[k][c];
-            atomic_store_explicit(&s->cost[0], 0, memory_order_relaxed);
-            atomic_store_explicit(&s->cost[1], 0, memory_order_relaxed);
-            atomic_store_explicit(&s->ops, 0, memory_order_relaxed);
-            atomic_store_explicit(&s->gap, 0, memory_order_relaxed);
-        }
-    }
 }

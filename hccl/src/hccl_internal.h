@@ -254,6 +254,7 @@ typedef struct zh_comm {
     uint32_t spin_iters;
     uint64_t caller_max; /* largest buffer of an op the caller's thread may run whole */
     coll_tuning_t tune;
+    coll_reuse_t reuse; /* recent large direct ops, for their store kind; the op's thread */
 
     int ctrl_fd;
     uint64_t ctrl_token;

@@ -151,6 +151,7 @@ static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const 
         .sync = &sync.base,
         .staged_bytes = &staged,
         .tune = &c->tune,
+        .reuse = &c->reuse,
     };
     int result = zc ? zh_op_direct(c, op, d, &a, in, out) : zh_op_staged(c, op, &a, ccl);
     return zh_op_exit(c, result);

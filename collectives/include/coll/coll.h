@@ -103,8 +103,31 @@ typedef struct {
     size_t oneshot_max; /* AllReduce / Reduce bytes up to which one-shot is used */
     size_t nt_min;      /* copies from this size use non-temporal stores (0 = never);
                          * direct AllReduce and AllGather stream once their data
-                         * over all ranks (inputs + outputs) reaches 2 x nt_min */
+                         * over all ranks (inputs + outputs) reaches 2 x nt_min,
+                         * or when their output was not touched within the last
+                         * 2 x nt_min bytes of op data (coll_nt.c) */
 } coll_tuning_t;
+
+/** Entries of a reuse history (see coll_reuse_t). */
+#define COLL_REUSE_SLOTS 32
+
+/**
+ * Recent large direct AllReduce / AllGather ops of one communicator, which
+ * say whether an op's output is likely still cached (coll_nt.c): each entry
+ * holds this rank's input and output range of one op and the op-data clock
+ * when it ended. Zero-initialised before first use; used only by the thread
+ * running the communicator's op (ops of a communicator run one at a time).
+ */
+typedef struct {
+    uintptr_t lo[2], hi[2]; /* input and output range (empty: lo == hi) */
+    uint64_t stamp;         /* clock when the op ended; 0: unused entry */
+} coll_reuse_ent_t;
+
+typedef struct {
+    uint64_t clock; /* bytes of op data (inputs + outputs, all ranks) so far */
+    uint32_t next;  /* the entry the next op fills */
+    coll_reuse_ent_t ent[COLL_REUSE_SLOTS];
+} coll_reuse_t;
 
 typedef struct {
     int rank;
@@ -139,6 +162,7 @@ typedef struct {
     coll_sync_t *sync;
     uint64_t *staged_bytes;    /* += bytes copied into CCL buffers (may be NULL) */
     const coll_tuning_t *tune; /* NULL: oneshot_max 16 KiB, nt_min 4 MiB */
+    coll_reuse_t *reuse;       /* the communicator's history (NULL: size rule only) */
 } coll_args_t;
 
 /* Each collective has a direct and a staged variant with the same meaning as

@@ -70,6 +70,7 @@ typedef struct {
     int inplace;
     size_t ccl_bytes;
     coll_tuning_t tune;
+    coll_reuse_t *reuse;    /* one history per rank, kept across cases (NULL: none) */
     int null_send_rank;     /* staged: this rank passes send = NULL (-1: none) */
     long barrier_fail_at;   /* the barrier call that fails with ZC_ERR_TIMEOUT (0: none) */
     int expect_status;      /* what every rank must return (ZC_OK normally) */
@@ -337,6 +338,7 @@ TC_FN void tc_rank_run(tc_world_t *w, int r)
     a.recv_count_each = c->no_recv_count_each ? NULL : w->rce;
     a.sync = &w->sync[r].base;
     a.tune = &c->tune;
+    a.reuse = c->reuse != NULL ? &c->reuse[r] : NULL;
     w->ret[r] = tc_function(c->kind, c->staged)(&a);
 }
 

@@ -1,122 +1,165 @@
 /*
- * The learned choice between cached and streaming stores (coll_nt.c): which
- * kind each op gets as measurements come in, the cases that are never
- * learned, and that AllReduce and AllGather stay exact while the choice
- * alternates (threads as ranks, the serial reference, bytewise compare).
+ * The choice between cached and streaming stores (coll_nt.c): the size rule,
+ * the reuse history that finds an output still cached or long evicted, and
+ * that AllReduce and AllGather stay exact whichever kind each op takes
+ * (threads as ranks, the serial reference, bytewise compare).
  */
 #include "test_coll_harness.h"
 
-/* A direct-op argument block of np ranks; only the fields coll_nt reads. */
-static coll_args_t nt_args(int np, const coll_tuning_t *tune)
+#define MIB ((size_t)1 << 20)
+
+/* Fake buffers: the choice looks at addresses only, never at the bytes. */
+#define NT_BUF(i) ((char *)(uintptr_t)(((uintptr_t)(i) + 1) << 32))
+
+/* nt_min 8 MiB: the window is 16 MiB of op data. */
+static const coll_tuning_t nt_tune = {16384, 8u << 20};
+
+/* The choice of rank 0 of np for an op reading in and writing out (this
+ * rank's ranges) of in_bytes and out_bytes. */
+static int nt_pick(coll_reuse_t *r, int np, const void *in, size_t in_bytes, void *out,
+                   size_t out_bytes)
 {
+    const void *ins[TC_MAXR] = {in};
+    void *outs[TC_MAXR] = {out};
     coll_args_t a;
     memset(&a, 0, sizeof(a));
     a.nranks = np;
-    a.tune = tune;
-    return a;
+    a.in = ins;
+    a.out = outs;
+    a.tune = &nt_tune;
+    a.reuse = r;
+    return coll_nt_choose(&a, in_bytes, out_bytes);
 }
 
-/* Choose, then report `ns` for 1 MiB written; returns the choice. */
-static int nt_step(const coll_args_t *a, int kind, size_t in, size_t out, uint64_t cached_ns,
-                   uint64_t nt_ns)
+/* An AllReduce-shaped op of `bytes` per rank on buffer set i (in and out apart). */
+static int nt_ar(coll_reuse_t *r, int np, int i, size_t bytes)
 {
-    coll_nt_ticket_t t;
-    int nt = coll_nt_choose(a, kind, in, out, &t);
-    assert_non_null(t.slot);
-    assert_int_equal(t.nt, nt);
-    coll_nt_record(&t, nt ? nt_ns : cached_ns, (size_t)1 << 20);
-    return nt;
+    return nt_pick(r, np, NT_BUF(2 * i), bytes, NT_BUF(2 * i + 1), bytes);
 }
 
-static void test_never_learned(void **state)
+static void test_size_rule(void **state)
 {
     (void)state;
-    coll_nt_reset();
-    coll_tuning_t tune = {16384, 8u << 20};
-    coll_args_t a = nt_args(2, &tune);
-    coll_nt_ticket_t t;
-    /* 64 KiB of data over both ranks: below the learned classes, cached. */
-    assert_int_equal(coll_nt_choose(&a, COLL_NT_ALLREDUCE, 16384, 16384, &t), 0);
-    assert_null(t.slot);
-    /* nt_min 0: never streaming, whatever the size. */
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    /* Without a history: the size rule, over 16 MiB of data over all ranks. */
+    assert_int_equal(nt_ar(NULL, 2, 0, 4 * MIB), 0);
+    assert_int_equal(nt_ar(NULL, 2, 0, 4 * MIB + 64), 1);
+    assert_int_equal(nt_ar(NULL, 4, 0, 2 * MIB), 0);
+    assert_int_equal(nt_ar(NULL, 4, 0, 2 * MIB + 64), 1);
+    /* Below 256 KiB of data: cached, and not even noted. */
+    assert_int_equal(nt_ar(&r, 2, 0, 32 << 10), 0);
+    assert_int_equal(r.clock, 0);
+    /* nt_min 0: never streaming. */
     coll_tuning_t never = {16384, 0};
-    a = nt_args(2, &never);
-    assert_int_equal(coll_nt_choose(&a, COLL_NT_ALLREDUCE, 1u << 28, 1u << 28, &t), 0);
-    assert_null(t.slot);
-    /* An unknown kind falls back to the static rule (2 x 128 MiB >= 16 MiB). */
-    a = nt_args(2, &tune);
-    assert_int_equal(coll_nt_choose(&a, COLL_NT_KINDS, 1u << 27, 1u << 27, &t), 1);
-    assert_null(t.slot);
+    const void *ins[TC_MAXR] = {NT_BUF(0)};
+    void *outs[TC_MAXR] = {NT_BUF(1)};
+    coll_args_t a;
+    memset(&a, 0, sizeof(a));
+    a.nranks = 2;
+    a.in = ins;
+    a.out = outs;
+    a.tune = &never;
+    a.reuse = &r;
+    assert_int_equal(coll_nt_choose(&a, 256 * MIB, 256 * MIB), 0);
+    /* Too large for the window: streaming whatever the history says. */
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(nt_ar(&r, 2, 0, 8 * MIB), 1);
+    }
 }
 
-static void test_follows_the_cheaper(void **state)
+static void test_reused_stays_cached(void **state)
 {
     (void)state;
-    coll_nt_reset();
-    coll_tuning_t tune = {16384, 8u << 20};
-    coll_args_t a = nt_args(2, &tune);
-    size_t mib = (size_t)1 << 20;
-    /* 1 MiB per rank, 4 MiB in all: the static rule says cached. The first
-       four ops alternate, starting with it. */
-    int want[4] = {0, 1, 0, 1};
-    for (int i = 0; i < 4; i++) {
-        assert_int_equal(nt_step(&a, COLL_NT_ALLREDUCE, mib, mib, 3000000, 1000000), want[i]);
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    /* The same buffers every op: 12 MiB of data, always cached. */
+    for (int i = 0; i < 200; i++) {
+        assert_int_equal(nt_ar(&r, 2, 0, 3 * MIB), 0);
     }
-    /* Streaming measured 3x cheaper: used from now on; cached stores are
-       re-measured at ops 16, 32, 64, 128, ... (the gap doubles each time
-       they lose again, up to 1024 ops). */
-    for (int n = 4; n < 1100; n++) {
-        int explore =
-            n == 16 || n == 32 || n == 64 || n == 128 || n == 256 || n == 512 || n == 1024;
-        assert_int_equal(nt_step(&a, COLL_NT_ALLREDUCE, mib, mib, 3000000, 1000000), !explore);
+    /* A ring of 4 buffer sets of 4 MiB of data (16 MiB in all) still fits;
+       of 5 it does not, once the history covers the window. */
+    memset(&r, 0, sizeof(r));
+    for (int i = 0; i < 100; i++) {
+        assert_int_equal(nt_ar(&r, 2, i % 4, MIB), 0);
     }
-    /* Cached stores become cheaper (streaming unchanged): the re-measurement
-       at op 2048 sees it, the gap falls back to 16, and cached stores win
-       within a few more re-measurements. */
-    int cached = 0;
-    for (int n = 1100; n < 2300; n++) {
-        int nt = nt_step(&a, COLL_NT_ALLREDUCE, mib, mib, 200000, 1000000);
-        assert_true(n >= 2048 || nt);
-        cached += n >= 2280 && !nt;
+    memset(&r, 0, sizeof(r));
+    for (int i = 0; i < 100; i++) {
+        /* ops 0-4 cannot be placed (the history is younger than 16 MiB) */
+        assert_int_equal(nt_ar(&r, 2, i % 5, MIB), i >= 5);
     }
-    assert_true(cached >= 18);
-    /* The pattern changes again (streaming now cheaper, cached slower): the
-       kind in use gets dearer with every op, and streaming wins back. */
-    cached = 0;
-    for (int n = 2300; n < 2500; n++) {
-        int nt = nt_step(&a, COLL_NT_ALLREDUCE, mib, mib, 4000000, 500000);
-        cached += n >= 2480 && !nt;
-    }
-    assert_true(cached <= 2);
-    /* Other kinds and size classes learn apart: AllGather starts afresh. */
-    assert_int_equal(nt_step(&a, COLL_NT_ALLGATHER, mib, 2 * mib, 1, 1), 0);
-    assert_int_equal(nt_step(&a, COLL_NT_ALLGATHER, mib, 2 * mib, 1, 1), 1);
-    coll_nt_reset();
 }
 
-/* 256 Ki fp32 per rank, repeated so both kinds run: every result exact. */
-static void test_exact_while_alternating(void **state)
+static void test_rotation_streams(void **state)
 {
     (void)state;
-    coll_nt_reset();
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    /* A different buffer set every op (a cold-cache benchmark): once 16 MiB
+       of ops are in the history, none of them touched the next output. */
+    for (int i = 0; i < 300; i++) {
+        assert_int_equal(nt_ar(&r, 2, i, MIB), i >= 5);
+    }
+    /* Back to one buffer set: its first op streams (not touched within the
+       window), the next ones find it cached. */
+    assert_int_equal(nt_ar(&r, 2, 1000, MIB), 1);
+    assert_int_equal(nt_ar(&r, 2, 1000, MIB), 0);
+    assert_int_equal(nt_ar(&r, 2, 1000, MIB), 0);
+    /* An op too large for the window in between evicts everything. */
+    assert_int_equal(nt_ar(&r, 2, 7, 8 * MIB), 1);
+    assert_int_equal(nt_ar(&r, 2, 1000, MIB), 1);
+    assert_int_equal(nt_ar(&r, 2, 1000, MIB), 0);
+    /* Ops of under 256 KiB of data are not noted: more of them than the
+       history has slots do not push the buffer set out of it. */
+    for (int i = 0; i < 2 * COLL_REUSE_SLOTS; i++) {
+        assert_int_equal(nt_ar(&r, 2, 2000 + i, 32 << 10), 0);
+    }
+    assert_int_equal(nt_ar(&r, 2, 1000, MIB), 0);
+}
+
+static void test_overlap_counts(void **state)
+{
+    (void)state;
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    for (int i = 0; i < 10; i++) {
+        (void)nt_ar(&r, 2, 100 + i, MIB); /* fill the window with other buffers */
+    }
+    /* AllGather into an output whose first half an earlier op read as its
+       input: cached. One byte past a range is not an overlap. */
+    char *buf = NT_BUF(500);
+    assert_int_equal(nt_pick(&r, 2, buf, MIB, NT_BUF(501), MIB), 1);
+    assert_int_equal(nt_pick(&r, 2, NT_BUF(502), MIB / 2, buf + MIB / 2, MIB), 0);
+    assert_int_equal(nt_pick(&r, 2, NT_BUF(503), MIB, NT_BUF(502) - MIB, MIB), 1);
+}
+
+/* 256 Ki fp32 per rank (2 MiB of data at np 2), run cached and streaming in
+ * turn (nt_min flips the size rule; the history is kept across cases and
+ * sometimes evicts): every result exact. */
+static void test_exact_either_kind(void **state)
+{
+    (void)state;
     for (int np = 2; np <= TC_MAXR; np++) {
+        coll_reuse_t reuse[TC_MAXR];
+        memset(reuse, 0, sizeof(reuse));
         for (int kind = TC_ALLREDUCE; kind <= TC_ALLGATHER; kind += TC_ALLGATHER - TC_ALLREDUCE) {
             for (int rep = 0; rep < 6; rep++) {
                 tc_case_t c = tc_case((tc_kind_t)kind, np, COLL_FP32, COLL_SUM, 1u << 18);
                 c.inplace = rep % 3 == 2 ? TC_INPLACE : TC_OOP;
+                c.tune.nt_min = rep % 2 ? 64u << 10 : 64u << 20;
+                c.reuse = reuse;
                 tc_run_case(&c);
             }
         }
     }
-    coll_nt_reset();
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_never_learned),
-        cmocka_unit_test(test_follows_the_cheaper),
-        cmocka_unit_test(test_exact_while_alternating),
+        cmocka_unit_test(test_size_rule),         cmocka_unit_test(test_reused_stays_cached),
+        cmocka_unit_test(test_rotation_streams),  cmocka_unit_test(test_overlap_counts),
+        cmocka_unit_test(test_exact_either_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
