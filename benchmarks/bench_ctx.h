@@ -36,6 +36,9 @@ typedef struct bench_args {
     const char *csv;   /**< --csv FILE */
 } bench_args_t;
 
+/** Most --repeat rounds (each round's times are kept for the paired %ref). */
+#define BENCH_MAX_REPEAT 64
+
 /** Reference variants (bench_ref.c). */
 enum {
     BENCH_REF_DIRECT = 0, /* barrier, kernel, barrier */
@@ -54,13 +57,14 @@ typedef struct bench_ref {
     int iters[BENCH_REF_NVAR];      /**< per variant at this size; 0: does not apply */
     double sum_us[BENCH_REF_NVAR];  /**< per variant: sum of its rounds' times */
     double best_us[BENCH_REF_NVAR]; /**< per variant: its best round */
-    uint64_t epoch;                 /**< barriers passed (my counter's value) */
-    size_t send_off;                /**< layout of every region: send area */
-    size_t recv_off;                /**< receive area */
-    size_t region;                  /**< bytes of a region */
-    unsigned char **base;           /**< base[q]: rank q's region, mapped here */
-    const void **in;                /**< per-op scratch: in[q] */
-    void **out;                     /**< per-op scratch: out[q] */
+    double round_us[BENCH_REF_NVAR][BENCH_MAX_REPEAT]; /**< per variant: every round */
+    uint64_t epoch;                                    /**< barriers passed (my counter's value) */
+    size_t send_off;                                   /**< layout of every region: send area */
+    size_t recv_off;                                   /**< receive area */
+    size_t region;                                     /**< bytes of a region */
+    unsigned char **base;                              /**< base[q]: rank q's region, mapped here */
+    const void **in;                                   /**< per-op scratch: in[q] */
+    void **out;                                        /**< per-op scratch: out[q] */
 } bench_ref_t;
 
 /** One size's ops: entry j uses buffers j * stride into the pool (cold mode). */
@@ -88,6 +92,7 @@ typedef struct bench_row {
     double mpi_busbw;
     double ref_us;   /* best reference variant's time; 0 when none */
     int ref_variant; /* -1 when none */
+    double ref_pct;  /* median over rounds of its time / zccl's in the same round; -1 none */
     uint64_t ref_wrong;
     uint64_t net_bytes; /* bytes sent between hosts per zccl op, all ranks (0 on one host) */
 } bench_row_t;
@@ -179,7 +184,9 @@ void bench_ref_close(bench_ctx_t *ctx);
  * Time every variant that applies once (first: warm each up and choose its
  * iterations); row->ref_us / ref_variant keep the best over calls.
  */
-void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row, int first);
+void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row, int round);
+/** row->ref_pct from zccl's round times (us) and the chosen variant's. */
+void bench_ref_pair(const bench_ctx_t *ctx, const double *zccl_us, int rounds, bench_row_t *row);
 
 /** One checked op of the row's best variant: row->ref_wrong (and ctx->wrong). */
 void bench_ref_check_row(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row);

@@ -26,10 +26,20 @@
  * a while (at once when there are more ranks than cores).
  *
  * Variants, each timed as a batch like zccl's, once per --repeat round; the
- * reference is the best round of the variant with the least total time over
- * the rounds. (The best round of any variant, as before, took the minimum
- * of variants x rounds samples against zccl's rounds: on a loaded machine
- * that alone favoured the reference by the spread of the noise.)
+ * reference is the variant with the least total time over the rounds, and
+ * its time column is its best round. (The best round of any variant, as
+ * before, took the minimum of variants x rounds samples against zccl's
+ * rounds: on a loaded machine that alone favoured the reference by the
+ * spread of the noise.) %ref pairs rounds: each round runs zccl's batch and
+ * the variants' batches next to each other (in turn first), and %ref is the
+ * median over the rounds of that round's reference time / zccl time
+ * (bench_ref_pair). The shared machine's memory bandwidth drifts by up to 2x
+ * within seconds, so the best round of one side and the best round of the
+ * other could come from different states of the machine; a pair shares one.
+ *
+ * Memory placement. The regions are madvised for transparent huge pages,
+ * as zccl's physical memory is (vmm/), so neither side gets huge pages the
+ * other lacks when shmem THP is enabled ("advise").
  *  - direct:     barrier (every input ready); the tool's kernel reads peers'
  *                inputs and writes outputs in place; barrier (all writes done,
  *                nobody reads my input any more). The least a collective that
@@ -126,6 +136,7 @@ int bench_ref_open(bench_ctx_t *ctx)
             ok = 0;
         } else {
             r->base[q] = p;
+            (void)madvise(p, r->region, MADV_HUGEPAGE);
         }
         if (fd >= 0 && q != ctx->rank) {
             close(fd);
@@ -326,12 +337,13 @@ int bench_ref_usable(const bench_ctx_t *ctx)
     return !(c->flags & BENCH_REDUCES) || bench_ref_reducible(ctx->a.dtype, ctx->a.redop);
 }
 
-void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row, int first)
+void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row, int round)
 {
     bench_ref_t *r = &ctx->ref;
     if (!r->ok) {
         return;
     }
+    int first = round == 0;
     for (int v = 0; v < BENCH_REF_NVAR; v++) {
         if (first) {
             r->iters[v] = 0;
@@ -346,6 +358,7 @@ void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *
         }
         r->variant = v;
         double t = bench_ref_batch(ctx, ring, r->iters[v]) / r->iters[v] * 1e6;
+        r->round_us[v][round] = t;
         r->best_us[v] = first || t < r->best_us[v] ? t : r->best_us[v];
         r->sum_us[v] += t;
     }
@@ -369,4 +382,26 @@ void bench_ref_check_row(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t
     ctx->ref.variant = row->ref_variant;
     row->ref_wrong = bench_ref_check(ctx, ring);
     ctx->wrong += row->ref_wrong;
+}
+
+static int bench_cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x;
+    double b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+void bench_ref_pair(const bench_ctx_t *ctx, const double *zccl_us, int rounds, bench_row_t *row)
+{
+    row->ref_pct = -1.0;
+    int v = row->ref_variant;
+    if (!ctx->ref.ok || v < 0 || rounds < 1) {
+        return;
+    }
+    double pct[BENCH_MAX_REPEAT];
+    for (int i = 0; i < rounds; i++) {
+        pct[i] = zccl_us[i] > 0.0 ? ctx->ref.round_us[v][i] / zccl_us[i] * 100.0 : 0.0;
+    }
+    qsort(pct, (size_t)rounds, sizeof(pct[0]), bench_cmp_double);
+    row->ref_pct = rounds % 2 ? pct[rounds / 2] : (pct[rounds / 2 - 1] + pct[rounds / 2]) / 2.0;
 }

@@ -242,11 +242,17 @@ static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
         row->mpi_iters = bench_calibrate(ctx, &mring, bench_mpi_batch);
         row->has_mpi = 1;
     }
-    /* --repeat rounds of zccl, MPI and the reference, interleaved so a burst
-       of other load hits each alike; the best of each is kept. */
+    /* --repeat rounds of zccl, the reference and MPI, interleaved so a burst
+       of other load hits each alike; the best of each is kept. zccl and the
+       reference run next to each other, in turn first, so each round's pair
+       saw the same machine: %ref is the median of the rounds' ratios. */
     double t = 0.0;
     double mt = 0.0;
+    double zr[BENCH_MAX_REPEAT];
     for (int rep = 0; rep < ctx->a.repeat; rep++) {
+        if (rep % 2) {
+            bench_ref_measure(ctx, &ring, row, rep);
+        }
         long rss0 = bench_probe_rss_kb();
         uint64_t net0 = zccl_comm_net_bytes(ctx->comm);
         double z = bench_zccl_batch(ctx, &ring, row->iters) / row->iters;
@@ -256,13 +262,17 @@ static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
             MPI_Allreduce(MPI_IN_PLACE, &net, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
             row->net_bytes = net / (uint64_t)row->iters;
         }
+        zr[rep] = z * 1e6;
         t = rep == 0 || z < t ? z : t;
+        if (rep % 2 == 0) {
+            bench_ref_measure(ctx, &ring, row, rep);
+        }
         if (ctx->a.mpi) {
             double m = bench_mpi_batch(ctx, &mring, row->mpi_iters) / row->mpi_iters;
             mt = rep == 0 || m < mt ? m : mt;
         }
-        bench_ref_measure(ctx, &ring, row, rep == 0);
     }
+    bench_ref_pair(ctx, zr, ctx->a.repeat, row);
     row->time_us = t * 1e6;
     row->algbw = t > 0.0 ? (double)row->size / t / 1e9 : 0.0;
     row->busbw = row->algbw * factor;
@@ -376,7 +386,8 @@ static void bench_print_header(const bench_ctx_t *ctx)
     free(all);
     if (ctx->ref.ok) {
         printf("# reference: the ideal %s kernel on raw shared memory in the same run (best of "
-               "its variants, see bench_ref.c); %%ref = reference time / zccl time\n",
+               "its variants, see bench_ref.c); %%ref = reference time / zccl time, the median of "
+               "the --repeat rounds' ratios\n",
                coll->name);
     } else {
         printf("# reference: none for this tool, type or reduction ('-' below)\n");
@@ -400,7 +411,7 @@ static void bench_print_header(const bench_ctx_t *ctx)
 
 static double bench_ref_pct(const bench_row_t *row)
 {
-    return row->ref_variant >= 0 && row->time_us > 0.0 ? row->ref_us / row->time_us * 100.0 : -1.0;
+    return row->ref_variant >= 0 ? row->ref_pct : -1.0;
 }
 
 static void bench_print_csv(bench_ctx_t *ctx, const bench_row_t *row)

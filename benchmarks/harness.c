@@ -105,8 +105,9 @@ static void bench_usage(FILE *f, const char *tool)
             "  --blocking 0|1      1: synchronize the stream after every op (op + sync latency)\n"
             "  --cold 0|1          1: rotate through buffers past the last-level cache, so no\n"
             "                      op finds its data cached (0: reuse the same buffers)\n"
-            "  --repeat R          R interleaved timed rounds of zccl, MPI and the reference\n"
-            "                      per size, the best of each kept (default 1)\n"
+            "  --repeat R          R interleaved timed rounds of zccl, the reference and MPI\n"
+            "                      per size (at most 64), the best time of each kept; %%ref is\n"
+            "                      the median of the rounds' reference / zccl ratios (default 1)\n"
             "  --version           print the version and exit\n"
             "  --help              print this text and exit\n"
             "Every row also times the reference (the ideal kernel for the collective on raw\n"
@@ -220,7 +221,7 @@ static int bench_parse_args(int argc, char **argv, const bench_coll_t *coll, ben
             bad = bench_parse_int(optarg, 0, 1, &a->cold);
             break;
         case 'P':
-            bad = bench_parse_int(optarg, 1, 1000, &a->repeat);
+            bad = bench_parse_int(optarg, 1, BENCH_MAX_REPEAT, &a->repeat);
             break;
         case 'B': {
             int ms = 0;

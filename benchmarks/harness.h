@@ -172,7 +172,9 @@ int bench_ref_reducible(int dtype, int redop);
 /**
  * Reduce src[0..nsrc) at byte offset src_off, count elements, in rank order,
  * one L1-sized block at a time, and write each block to every dst[0..ndst)
- * at byte offset dst_off (cached or streaming stores).
+ * at byte offset dst_off (cached or streaming stores; with cached stores
+ * and dst[0] not an input, each block is reduced in dst[0] itself and
+ * copied from there).
  */
 void bench_ref_reduce(void *const *dst, int ndst, size_t dst_off, const void *const *src, int nsrc,
                       size_t src_off, size_t count, int dtype, int redop, int nt);
