@@ -265,3 +265,15 @@ ZC_EXPORT int zccl_comm_hosts(HcclComm comm)
     zh_comm_t *c = zh_comm_lookup(comm);
     return c == NULL ? 0 : c->hier != NULL ? zh_hier_hosts(c) : 1;
 }
+
+ZC_EXPORT void *zccl_comm_peer_addr(HcclComm comm, uint32_t peer, const void *va, uint64_t bytes)
+{
+    zh_comm_t *c = zh_comm_lookup(comm);
+    c = c != NULL ? zh_comm_inner(c) : NULL;
+    void *out = NULL;
+    if (c == NULL || c->hier != NULL || peer >= (uint32_t)c->nranks ||
+        zh_mem_translate(c, (int)peer, (uint64_t)(uintptr_t)va, bytes, &out) != ZC_OK) {
+        return NULL;
+    }
+    return out;
+}

@@ -32,6 +32,52 @@ static int zh_win_inside(uint64_t a, uint64_t an, uint64_t b, uint64_t bn)
     return a >= b && an <= bn && a - b <= bn - an;
 }
 
+/* Where a window starts. An AllReduce or AllGather streams through every
+ * rank's buffer at the same offset at once, and on AMD Zen two lines whose
+ * addresses agree in bits 12-27 cannot both sit in one L1 set: its way
+ * predictor tells lines apart by a hash of those bits (the "utag"). Left to
+ * the kernel, a window landed next to the caller's own reservation, a
+ * multiple of 2 MiB away, where the peer's input matched this rank's output
+ * in those bits: np 2 AllReduce of 1 MiB took 37-45 us against the
+ * benchmark reference's 32-39, and 53-56 us when the buffers were 256 MiB
+ * apart. So peer q's window for range i starts 37 x 2 MiB x slot (modulo
+ * 256 MiB) from this rank's own range i, slot = 1..127 from q's distance to
+ * this rank: still 2 MiB aligned (huge pages can map it), different for
+ * every peer up to 127, and an odd step, so it lands on no small multiple
+ * of 2 MiB, where user buffers of a range usually start (34-35 us then). */
+#define ZH_WIN_COLOR_SPAN ((uint64_t)1 << 28)
+#define ZH_WIN_COLOR_STEP ((uint64_t)2 << 20)
+#define ZH_WIN_COLORS (ZH_WIN_COLOR_SPAN / ZH_WIN_COLOR_STEP)
+#define ZH_WIN_COLOR_ODD 37u
+
+/* Reserve size bytes (PROT_NONE) for peer q's range i at its colour; NULL
+ * with errno set when the address space is short. */
+static void *zh_mem_reserve_window(const zh_comm_t *c, int q, int i, uint64_t size)
+{
+    uint64_t span = size + ZH_WIN_COLOR_SPAN;
+    if (span < size || span > SIZE_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *w =
+        mmap(NULL, (size_t)span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (w == MAP_FAILED) {
+        return NULL;
+    }
+    const zh_range_t *own = &c->ctrl->ranges[i];
+    uint64_t anchor = own->state == 1 ? own->base : 0;
+    uint64_t slot = (uint64_t)((q - c->rank + c->nranks) % c->nranks);
+    uint64_t color = ((slot - 1) % (ZH_WIN_COLORS - 1) + 1) * ZH_WIN_COLOR_ODD * ZH_WIN_COLOR_STEP;
+    uint64_t lead = (anchor + color - (uintptr_t)w) % ZH_WIN_COLOR_SPAN;
+    if (lead > 0) {
+        munmap(w, (size_t)lead);
+    }
+    if (span - lead > size) {
+        munmap(w + lead + size, (size_t)(span - lead - size));
+    }
+    return w + lead;
+}
+
 /* Put PROT_NONE back over a mapping inside a window (keeps the reservation). */
 static void zh_mem_unmap_in_window(void *addr, uint64_t size)
 {
@@ -95,9 +141,8 @@ static void zh_mem_sweep_peer(zh_comm_t *c, int q)
             p->win_gen[i] = 0;
         }
         if (want && p->win[i] == NULL) {
-            void *w = mmap(NULL, ranges[i].size, PROT_NONE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            if (w == MAP_FAILED) {
+            void *w = zh_mem_reserve_window(c, q, i, ranges[i].size);
+            if (w == NULL) {
                 ZC_WARN(ZC_SUB_ZCOPY,
                         "rank %d: cannot reserve a %llu-byte shadow window for "
                         "rank %d: %s",

@@ -35,6 +35,12 @@ __attribute__((visibility("default"))) uint64_t zccl_comm_net_bytes(HcclComm com
 /** Hosts the communicator spans (1 on one host), 0 for a bad handle. */
 __attribute__((visibility("default"))) int zccl_comm_hosts(HcclComm comm);
 
+/** Where this process sees [va, va + bytes) of rank peer's activated memory
+ *  (its shadow window; va itself for this rank and same-process peers), or
+ *  NULL when it is not active there or the communicator spans hosts. */
+__attribute__((visibility("default"))) void *zccl_comm_peer_addr(HcclComm comm, uint32_t peer,
+                                                                 const void *va, uint64_t bytes);
+
 #ifdef __cplusplus
 }
 #endif

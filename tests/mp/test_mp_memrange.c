@@ -8,7 +8,11 @@
  *    runs zero-copy as soon as every block it touches is active;
  *  - a range set and activated through one communicator is visible to every
  *    communicator of the process, present or created later; deactivating
- *    through another one takes it away from all.
+ *    through another one takes it away from all;
+ *  - every peer's shadow window starts at an address that differs from this
+ *    rank's own range and from every other peer's window in bits 21-27 (the
+ *    bits above 2 MiB of AMD's L1 way-predictor hash): a window the kernel
+ *    placed a multiple of 256 MiB from the own range cost 30 % at 1 MiB.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -207,11 +211,86 @@ static void test_every_comm(void **state)
     assert_int_equal(failed, 0);
 }
 
+/* Bits 21-27 of an address: which 2 MiB step of 256 MiB it is in. */
+static unsigned mr_color(const void *p)
+{
+    return (unsigned)(((uintptr_t)p >> 21) & 127u);
+}
+
+/* A 256 MiB range with one block at its start: the kernel put a window of
+ * the same size right next to it, 256 MiB away, so the same colour. */
+static int rank_window_colors(int rank, int nranks, const HcclRootInfo *root, void *arg)
+{
+    (void)arg;
+    zt_env_t env;
+    if (zt_env_open(&env, rank, nranks, root, NULL) != 0) {
+        return 1;
+    }
+    int fails = 0;
+    HcclComm cm = env.comm;
+    size_t g = zt_granularity(env.device);
+    size_t span = (size_t)256 << 20;
+    void *va = NULL;
+    aclrtDrvMemHandle h = zt_phys_alloc(env.device, g);
+    ZT_EXPECT_RC(&env, aclrtReserveMemAddress(&va, span, 0, NULL, 1), ACL_SUCCESS, "reserve");
+    ZT_EXPECT_RC(&env, aclrtMapMem(va, g, 0, h, 0), ACL_SUCCESS, "map");
+    char *R = va;
+    ZT_EXPECT_RC(&env, HcclCommSetMemoryRange(cm, R, span, 0, 0), HCCL_SUCCESS, "set");
+    ZT_EXPECT_RC(&env, HcclCommActivateCommMemory(cm, R, g, 0, h, 0), HCCL_SUCCESS, "activate");
+    fails += mr_op(&env, cm, R, R + g / 2, g / 2 / sizeof(int32_t), 1, __LINE__);
+    /* Every rank's range base, gathered on the buffered path. */
+    uint64_t *all = NULL;
+    ZT_EXPECT_RC(&env, aclrtMalloc((void **)&all, 8 * (size_t)nranks, ACL_MEM_MALLOC_HUGE_FIRST),
+                 ACL_SUCCESS, "malloc");
+    all[rank] = (uint64_t)(uintptr_t)R;
+    ZT_EXPECT_RC(&env, HcclAllGather(&all[rank], all, 1, HCCL_DATA_TYPE_UINT64, cm, env.stream),
+                 HCCL_SUCCESS, "allgather");
+    ZT_EXPECT_RC(&env, aclrtSynchronizeStream(env.stream), ACL_SUCCESS, "sync");
+    unsigned seen = 1u << mr_color(R);
+    for (int q = 0; q < nranks; q++) {
+        if (q == rank) {
+            continue;
+        }
+        void *w = zccl_comm_peer_addr(cm, (uint32_t)q, (const void *)(uintptr_t)all[q], g);
+        unsigned bit = w != NULL ? 1u << mr_color(w) : 0;
+        if (w == NULL || (seen & bit) != 0) {
+            zt_expect_fail(&env, __LINE__, "rank %d's window %p (own range %p): colour %u taken", q,
+                           w, (void *)R, w != NULL ? mr_color(w) : 0);
+            fails++;
+        }
+        seen |= bit;
+    }
+    ZT_EXPECT_RC(&env, aclrtFree(all), ACL_SUCCESS, "free");
+    /* Nobody deactivates while a peer still looks at its windows. */
+    ZT_EXPECT_RC(&env, HcclBarrier(cm, env.stream), HCCL_SUCCESS, "barrier");
+    ZT_EXPECT_RC(&env, aclrtSynchronizeStream(env.stream), ACL_SUCCESS, "sync");
+    ZT_EXPECT_RC(&env, HcclCommDeactivateCommMemory(cm, R), HCCL_SUCCESS, "deactivate");
+    ZT_EXPECT_RC(&env, HcclCommUnsetMemoryRange(cm, R), HCCL_SUCCESS, "unset");
+    ZT_EXPECT_RC(&env, aclrtUnmapMem(R), ACL_SUCCESS, "unmap");
+    ZT_EXPECT_RC(&env, aclrtFreePhysical(h), ACL_SUCCESS, "free physical");
+    ZT_EXPECT_RC(&env, aclrtReleaseMemAddress(R), ACL_SUCCESS, "release");
+    if (zt_env_close(&env) != 0) {
+        fails++;
+    }
+    return fails;
+}
+
+static void test_window_colors(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (int n = 2; n <= 4; n++) {
+        failed += zt_launch_procs(n, rank_window_colors, NULL, 120);
+    }
+    assert_int_equal(failed, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_handles_and_chunks),
         cmocka_unit_test(test_every_comm),
+        cmocka_unit_test(test_window_colors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
