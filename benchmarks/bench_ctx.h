@@ -58,13 +58,14 @@ typedef struct bench_ref {
     double sum_us[BENCH_REF_NVAR];  /**< per variant: sum of its rounds' times */
     double best_us[BENCH_REF_NVAR]; /**< per variant: its best round */
     double round_us[BENCH_REF_NVAR][BENCH_MAX_REPEAT]; /**< per variant: every round */
-    uint64_t epoch;                                    /**< barriers passed (my counter's value) */
-    size_t send_off;                                   /**< layout of every region: send area */
-    size_t recv_off;                                   /**< receive area */
-    size_t region;                                     /**< bytes of a region */
-    unsigned char **base;                              /**< base[q]: rank q's region, mapped here */
-    const void **in;                                   /**< per-op scratch: in[q] */
-    void **out;                                        /**< per-op scratch: out[q] */
+    int pruned[BENCH_REF_NVAR]; /**< per variant: no longer timed (too slow) */
+    uint64_t epoch;             /**< barriers passed (my counter's value) */
+    size_t send_off;            /**< layout of every region: send area */
+    size_t recv_off;            /**< receive area */
+    size_t region;              /**< bytes of a region */
+    unsigned char **base;       /**< base[q]: rank q's region, mapped here */
+    const void **in;            /**< per-op scratch: in[q] */
+    void **out;                 /**< per-op scratch: out[q] */
 } bench_ref_t;
 
 /** One size's ops: entry j uses buffers j * stride into the pool (cold mode). */
@@ -181,10 +182,13 @@ int bench_ref_open(bench_ctx_t *ctx);
 void bench_ref_close(bench_ctx_t *ctx);
 
 /**
- * Time every variant that applies once (first: warm each up and choose its
- * iterations); row->ref_us / ref_variant keep the best over calls.
+ * Round `round` of the reference: time every variant that applies and is
+ * not pruned once (round 0: warm each up and choose its iterations), the
+ * leading one next to zccl's batch (after_zccl: first, else last);
+ * row->ref_us / ref_variant keep the best over calls.
  */
-void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row, int round);
+void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row, int round,
+                       int after_zccl);
 /** row->ref_pct from zccl's round times (us) and the chosen variant's. */
 void bench_ref_pair(const bench_ctx_t *ctx, const double *zccl_us, int rounds, bench_row_t *row);
 

@@ -27,19 +27,20 @@
  *
  * Variants, each timed as a batch like zccl's, once per --repeat round; the
  * reference is the variant with the least total time over the rounds, and
- * its time column is its best round. (The best round of any variant, as
- * before, took the minimum of variants x rounds samples against zccl's
- * rounds: on a loaded machine that alone favoured the reference by the
- * spread of the noise.) %ref pairs rounds: each round runs zccl's batch and
- * the variants' batches next to each other (in turn first), and %ref is the
- * median over the rounds of that round's reference time / zccl time
- * (bench_ref_pair). The shared machine's memory bandwidth drifts by up to 2x
- * within seconds, so the best round of one side and the best round of the
- * other could come from different states of the machine; a pair shares one.
+ * its time column is its best round. After three rounds, variants slower
+ * than 1.25 x the fastest's total are no longer timed (BENCH_REF_PRUNE). (The best round of any
+ * variant, as before, took the minimum of variants x rounds samples against zccl's rounds: on a
+ * loaded machine that alone favoured the reference by the spread of the noise.) %ref pairs rounds:
+ * each round runs zccl's batch and the variants' batches next to each other (in turn first, the
+ * leading variant always adjacent to zccl's batch), and %ref is the median over the rounds of that
+ * round's reference time / zccl time (bench_ref_pair). The shared machine's memory bandwidth drifts
+ * by up to 2x within seconds, so the best round of one side and the best round of the other could
+ * come from different states of the machine; a pair shares one.
  *
  * Memory placement. The regions are madvised for transparent huge pages,
  * as zccl's physical memory is (vmm/), so neither side gets huge pages the
- * other lacks when shmem THP is enabled ("advise").
+ * other lacks when shmem THP is enabled ("advise"), and every rank maps the
+ * regions at zccl's address colours (BENCH_REF_COLOR_STEP).
  *  - direct:     barrier (every input ready); the tool's kernel reads peers'
  *                inputs and writes outputs in place; barrier (all writes done,
  *                nobody reads my input any more). The least a collective that
@@ -101,6 +102,32 @@ static unsigned char *bench_ref_slot(const bench_ref_t *r, int q, uint64_t epoch
     return r->base[q] + 64 + (size_t)(epoch & 1) * BENCH_REF_SLOT_BYTES;
 }
 
+/* Address colours, as zccl gives its shadow windows (hccl_memwin.c): rank
+ * q's region starts 37 x 2 MiB x ((q - me) mod n) above my own modulo
+ * 256 MiB, so no two ranks' buffers at the same offset agree in address
+ * bits 12-27, which AMD's L1 way predictor hashes. Left to the kernel, the
+ * regions sat a region's size apart, and zccl's push AllGather beat this
+ * one by 10-20 % at np 4 on 2 MiB reused. */
+#define BENCH_REF_COLOR_SPAN ((uintptr_t)1 << 28)
+#define BENCH_REF_COLOR_STEP ((uintptr_t)37 << 21)
+
+/* Map size bytes of fd at an address congruent to at modulo the colour span;
+ * MAP_FAILED when that fails. */
+static void *bench_ref_map(int fd, size_t size, uintptr_t at)
+{
+    size_t span = size + BENCH_REF_COLOR_SPAN;
+    char *w = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (w == MAP_FAILED) {
+        return MAP_FAILED;
+    }
+    size_t lead = (at - (uintptr_t)w) % BENCH_REF_COLOR_SPAN;
+    if (lead > 0) {
+        munmap(w, lead);
+    }
+    munmap(w + lead + size, span - lead - size);
+    return mmap(w + lead, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+}
+
 /* Map every rank's memfd; 0 on every rank or -1 on every rank (told why). */
 int bench_ref_open(bench_ctx_t *ctx)
 {
@@ -124,12 +151,14 @@ int bench_ref_open(bench_ctx_t *ctx)
         bench_die(ctx, "malloc (reference fd table)", 0, "out of memory");
     }
     MPI_Allgather(me, 2, MPI_INT, all, 2, MPI_INT, MPI_COMM_WORLD);
-    for (int q = 0; ok && q < ctx->nranks; q++) {
+    for (int k = 0; ok && k < ctx->nranks; k++) {
+        int q = (ctx->rank + k) % ctx->nranks; /* mine first: the colours count from it */
         char path[64];
         snprintf(path, sizeof(path), "/proc/%d/fd/%d", all[2 * q], all[2 * q + 1]);
         int fd = q == ctx->rank ? me[1] : open(path, O_RDWR | O_CLOEXEC);
-        void *p =
-            fd < 0 ? MAP_FAILED : mmap(NULL, r->region, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        uintptr_t at =
+            k == 0 ? 0 : (uintptr_t)r->base[ctx->rank] + (uintptr_t)k * BENCH_REF_COLOR_STEP;
+        void *p = fd < 0 ? MAP_FAILED : bench_ref_map(fd, r->region, at);
         if (p == MAP_FAILED) {
             fprintf(stderr, "%s: rank %d: reference: cannot map rank %d's memory (%s): %s\n",
                     ctx->coll->tool, ctx->rank, q, path, strerror(errno));
@@ -337,38 +366,68 @@ int bench_ref_usable(const bench_ctx_t *ctx)
     return !(c->flags & BENCH_REDUCES) || bench_ref_reducible(ctx->a.dtype, ctx->a.redop);
 }
 
-void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row, int round)
+/* After this many rounds a variant slower than BENCH_REF_PRUNE x the
+ * fastest one's total stops being timed: the rounds left go faster, and the
+ * variant that stays sits next to zccl's batch (see bench_ref_measure). */
+#define BENCH_REF_PRUNE_ROUNDS 3
+#define BENCH_REF_PRUNE 1.25
+
+/* One timed batch of variant v in round `round`. */
+static void bench_ref_time(bench_ctx_t *ctx, const bench_ring_t *ring, int v, int round)
+{
+    bench_ref_t *r = &ctx->ref;
+    r->variant = v;
+    double t = bench_ref_batch(ctx, ring, r->iters[v]) / r->iters[v] * 1e6;
+    r->round_us[v][round] = t;
+    r->best_us[v] = round == 0 || t < r->best_us[v] ? t : r->best_us[v];
+    r->sum_us[v] += t;
+}
+
+void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row, int round,
+                       int after_zccl)
 {
     bench_ref_t *r = &ctx->ref;
     if (!r->ok) {
         return;
     }
-    int first = round == 0;
-    for (int v = 0; v < BENCH_REF_NVAR; v++) {
-        if (first) {
+    if (round == 0) {
+        row->ref_variant = -1;
+        for (int v = 0; v < BENCH_REF_NVAR; v++) {
             r->iters[v] = 0;
             r->sum_us[v] = 0.0;
+            r->pruned[v] = 0;
             if (bench_ref_applies(ctx, ring, v)) {
                 r->variant = v;
                 r->iters[v] = bench_calibrate(ctx, ring, bench_ref_batch);
             }
         }
-        if (r->iters[v] == 0) {
-            continue;
+    }
+    /* The leading variant runs next to zccl's batch: first after it, last
+       before it. */
+    int lead = row->ref_variant;
+    if (after_zccl && lead >= 0) {
+        bench_ref_time(ctx, ring, lead, round);
+    }
+    for (int v = 0; v < BENCH_REF_NVAR; v++) {
+        if (v != lead && r->iters[v] != 0 && !r->pruned[v]) {
+            bench_ref_time(ctx, ring, v, round);
         }
-        r->variant = v;
-        double t = bench_ref_batch(ctx, ring, r->iters[v]) / r->iters[v] * 1e6;
-        r->round_us[v][round] = t;
-        r->best_us[v] = first || t < r->best_us[v] ? t : r->best_us[v];
-        r->sum_us[v] += t;
+    }
+    if (!after_zccl && lead >= 0) {
+        bench_ref_time(ctx, ring, lead, round);
     }
     /* The variant fastest over all rounds so far; its best round is the
        reference, so it has as many samples as zccl's best (see the top). */
     row->ref_variant = -1;
     for (int v = 0; v < BENCH_REF_NVAR; v++) {
-        if (r->iters[v] != 0 &&
+        if (r->iters[v] != 0 && !r->pruned[v] &&
             (row->ref_variant < 0 || r->sum_us[v] < r->sum_us[row->ref_variant])) {
             row->ref_variant = v;
+        }
+    }
+    if (row->ref_variant >= 0 && round + 1 == BENCH_REF_PRUNE_ROUNDS) {
+        for (int v = 0; v < BENCH_REF_NVAR; v++) {
+            r->pruned[v] = r->sum_us[v] > BENCH_REF_PRUNE * r->sum_us[row->ref_variant];
         }
     }
     row->ref_us = row->ref_variant >= 0 ? r->best_us[row->ref_variant] : 0.0;

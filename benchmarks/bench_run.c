@@ -125,9 +125,14 @@ static double bench_mpi_batch(bench_ctx_t *ctx, const bench_ring_t *ring, int it
     return bench_allmax(bench_now() - t0);
 }
 
+/* Fewest ops of a budget-cut batch. Three ops of 256 MiB are 60-90 ms of
+ * zccl and near a second of MPI: more would buy no precision, only fewer
+ * rounds in the same time (the rounds are what the paired %ref needs). */
+#define BENCH_MIN_ITERS 3
+
 /*
  * Warm up, and choose the timed batch's iterations: -n, or with --budget as
- * many as fit the budget (at least 5). A batch has a fixed cost (barrier,
+ * many as fit the budget (at least BENCH_MIN_ITERS). A batch has a fixed cost (barrier,
  * waking the stream, one synchronisation) that a short warm-up would charge
  * to every op, so while a batch lasts under an eighth of the budget the
  * warm-up grows fourfold and is timed again. Every rank sees the same agreed
@@ -149,7 +154,8 @@ int bench_calibrate(bench_ctx_t *ctx, const bench_ring_t *ring, bench_batch_fn b
     }
     double fit = t > 0.0 ? ctx->a.budget_s / (t / k) : (double)ctx->a.iters;
     int n = fit < (double)ctx->a.iters ? (int)fit : ctx->a.iters;
-    return n < 5 ? (ctx->a.iters < 5 ? ctx->a.iters : 5) : n;
+    return n < BENCH_MIN_ITERS ? (ctx->a.iters < BENCH_MIN_ITERS ? ctx->a.iters : BENCH_MIN_ITERS)
+                               : n;
 }
 
 static void bench_op_shape(const bench_ctx_t *ctx, bench_op_t *op, size_t bytes, int rank,
@@ -251,7 +257,7 @@ static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
     double zr[BENCH_MAX_REPEAT];
     for (int rep = 0; rep < ctx->a.repeat; rep++) {
         if (rep % 2) {
-            bench_ref_measure(ctx, &ring, row, rep);
+            bench_ref_measure(ctx, &ring, row, rep, 0);
         }
         long rss0 = bench_probe_rss_kb();
         uint64_t net0 = zccl_comm_net_bytes(ctx->comm);
@@ -265,7 +271,7 @@ static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
         zr[rep] = z * 1e6;
         t = rep == 0 || z < t ? z : t;
         if (rep % 2 == 0) {
-            bench_ref_measure(ctx, &ring, row, rep);
+            bench_ref_measure(ctx, &ring, row, rep, 1);
         }
         if (ctx->a.mpi) {
             double m = bench_mpi_batch(ctx, &mring, row->mpi_iters) / row->mpi_iters;

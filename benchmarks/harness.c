@@ -101,7 +101,7 @@ static void bench_usage(FILE *f, const char *tool)
             "  --format nccl|hccl  table layout (default nccl)\n"
             "  --csv FILE          also write the rows as CSV (rank 0)\n"
             "  --rss               print VmRSS around every timed batch\n"
-            "  --budget MS         cut iterations so a batch lasts about MS ms (min 5)\n"
+            "  --budget MS         cut iterations so a batch lasts about MS ms (min 3)\n"
             "  --blocking 0|1      1: synchronize the stream after every op (op + sync latency)\n"
             "  --cold 0|1          1: rotate through buffers past the last-level cache, so no\n"
             "                      op finds its data cached (0: reuse the same buffers)\n"

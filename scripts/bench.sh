@@ -11,8 +11,8 @@
 # NPS (rank counts, default "2 4"), MAXB (largest size, default 256M;
 # blocking runs stop at MAXB_BLOCKING, default 16M, past which the per-op
 # synchronize is a vanishing part of the op), BUDGET (ms per timed batch,
-# default 30), REPEAT (interleaved timed rounds per size, best kept and %ref
-# the median of the rounds' ratios, default 7), STRICT=1 (exit non-zero when
+# default 15), REPEAT (interleaved timed rounds per size, best kept and %ref
+# the median of the rounds' ratios, default 15), STRICT=1 (exit non-zero when
 # a target is missed; a wrong result always fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,8 +22,8 @@ OUT=${OUT:-out}
 NPS=${NPS:-2 4}
 MAXB=${MAXB:-256M}
 MAXB_BLOCKING=${MAXB_BLOCKING:-16M}
-BUDGET=${BUDGET:-30}
-REPEAT=${REPEAT:-7}
+BUDGET=${BUDGET:-15}
+REPEAT=${REPEAT:-15}
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target all_reduce_perf all_gather_perf train_dp
 mkdir -p "$OUT"
@@ -32,7 +32,7 @@ mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader --bind-to none)
 # Sizes 8 B .. MAXB by factors of 2; up to 10,000 iterations per batch, cut
-# so a timed batch lasts about BUDGET ms (at least 5 iterations); REPEAT
+# so a timed batch lasts about BUDGET ms (at least 3 iterations); REPEAT
 # rounds of zccl, the reference and MPI, interleaved, the best of each kept
 # and %ref the median of the rounds' paired ratios.
 SWEEP=(-b 8 -f 2 -n 10000 -w 3 --budget "$BUDGET" --repeat "$REPEAT" -c 1 -m 1 -z 1)
