@@ -41,16 +41,19 @@ static HcclResult zh_check_redop(const char *fn, int dtype, int op)
     return HCCL_SUCCESS;
 }
 
-/* bytes = count * size * mult, refusing overflow. */
+/* bytes = count * size * mult, refusing overflow (past half the address
+ * space). No division: this runs for every op. */
 static HcclResult zh_bytes(const char *fn, const char *what, uint64_t count, size_t size,
                            uint64_t mult, uint64_t *bytes)
 {
-    if (count != 0 && (size * mult == 0 || count > UINT64_MAX / 2 / size / mult)) {
+    uint64_t b = 0;
+    if (count != 0 && (size * mult == 0 || __builtin_mul_overflow(count, (uint64_t)size, &b) ||
+                       __builtin_mul_overflow(b, mult, &b) || b > UINT64_MAX / 2)) {
         ZC_WARN(ZC_SUB_COLL, "%s: %s %llu elements overflows the address space", fn, what,
                 (unsigned long long)count);
         return HCCL_E_PARA;
     }
-    *bytes = count * size * mult;
+    *bytes = b;
     return HCCL_SUCCESS;
 }
 
