@@ -246,19 +246,20 @@ static int rank_window_colors(int rank, int nranks, const HcclRootInfo *root, vo
     ZT_EXPECT_RC(&env, HcclAllGather(&all[rank], all, 1, HCCL_DATA_TYPE_UINT64, cm, env.stream),
                  HCCL_SUCCESS, "allgather");
     ZT_EXPECT_RC(&env, aclrtSynchronizeStream(env.stream), ACL_SUCCESS, "sync");
-    unsigned seen = 1u << mr_color(R);
+    unsigned char seen[128] = {0};
+    seen[mr_color(R)] = 1;
     for (int q = 0; q < nranks; q++) {
         if (q == rank) {
             continue;
         }
         void *w = zccl_comm_peer_addr(cm, (uint32_t)q, (const void *)(uintptr_t)all[q], g);
-        unsigned bit = w != NULL ? 1u << mr_color(w) : 0;
-        if (w == NULL || (seen & bit) != 0) {
+        if (w == NULL || seen[mr_color(w)]) {
             zt_expect_fail(&env, __LINE__, "rank %d's window %p (own range %p): colour %u taken", q,
                            w, (void *)R, w != NULL ? mr_color(w) : 0);
             fails++;
+        } else {
+            seen[mr_color(w)] = 1;
         }
-        seen |= bit;
     }
     ZT_EXPECT_RC(&env, aclrtFree(all), ACL_SUCCESS, "free");
     /* Nobody deactivates while a peer still looks at its windows. */
