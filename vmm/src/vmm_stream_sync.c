@@ -34,7 +34,12 @@ static aclError vmm_stream_sync(vmm_stream_t *s, int64_t timeout_ms, int collect
                 (unsigned long long)left, (long long)timeout_ms);
         return ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
     }
-    return collect ? atomic_exchange_explicit(&s->err, 0, memory_order_acq_rel) : ACL_SUCCESS;
+    /* Looked at before it is taken: the exchange is a locked instruction, and
+     * a task's error is stored before its done count, which the wait read. */
+    if (!collect || atomic_load_explicit(&s->err, memory_order_acquire) == 0) {
+        return ACL_SUCCESS;
+    }
+    return atomic_exchange_explicit(&s->err, 0, memory_order_acq_rel);
 }
 
 static aclError vmm_stream_sync_api(aclrtStream stream, int64_t timeout_ms, const char *what)
