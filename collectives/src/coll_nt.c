@@ -16,7 +16,8 @@
  * bytes of op data (inputs + outputs of every rank, all on this host's
  * caches). W is the whole last-level cache: the default nt_min of 16 MiB
  * makes it the 32 MiB of the project's machine, where W = 16 MiB streamed
- * np 4 AllGather 4 MiB reused (20 MiB of data) at 2.5x its cached time. Each communicator keeps the ranges of its recent large direct ops
+ * np 4 AllGather 4 MiB reused (20 MiB of data) at 2.5x its cached time.
+ * Each communicator keeps the ranges of its recent large direct ops
  * (coll_reuse_t) on a clock counting those bytes, and an op of D bytes of
  * data streams when
  *  - D >= W: it cannot stay cached whatever came before (the size rule,

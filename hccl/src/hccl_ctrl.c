@@ -546,10 +546,10 @@ int zh_wait_peers(zh_comm_t *c, size_t flag_offset, uint32_t target)
 {
     uint64_t start = 0;
     for (int r = 0; r < c->nranks; r++) {
-        const zh_flag_t *f = (const zh_flag_t *)(const void *)((const char *)c->peers[r].ctrl +
-                                                              flag_offset);
-        if (r == c->rank || zh_reached(atomic_load_explicit(&f->value, memory_order_acquire),
-                                       target)) {
+        const zh_flag_t *f =
+            (const zh_flag_t *)(const void *)((const char *)c->peers[r].ctrl + flag_offset);
+        if (r == c->rank ||
+            zh_reached(atomic_load_explicit(&f->value, memory_order_acquire), target)) {
             continue;
         }
         start = start != 0 ? start : zc_time_ns();
