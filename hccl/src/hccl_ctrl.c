@@ -300,8 +300,11 @@ static int zh_peer_error(zh_comm_t *c, int *who)
     return 0;
 }
 
-/* Wait until peer's flag (at flag_offset in its segment) reaches target. */
-static int zh_wait_one(zh_comm_t *c, int peer, size_t flag_offset, uint32_t target, uint64_t start)
+/* Wait until peer's flag (at flag_offset in its segment) reaches target.
+ * *start (0: not yet) is when the wait of this barrier began, read from the
+ * clock only once some wait goes on: a read costs 20-40 ns on a VM, more
+ * than a wait that finds every flag set. */
+static int zh_wait_one(zh_comm_t *c, int peer, size_t flag_offset, uint32_t target, uint64_t *start)
 {
     zh_peer_t *p = &c->peers[peer];
     zh_flag_t *f = (zh_flag_t *)(void *)((char *)p->ctrl + flag_offset);
@@ -315,12 +318,14 @@ static int zh_wait_one(zh_comm_t *c, int peer, size_t flag_offset, uint32_t targ
          * very core, and a pause costs 10 to 150 cycles depending on the CPU. */
         if (i % 64 == 63) {
             uint64_t now = zc_time_ns();
+            *start = *start != 0 ? *start : now;
             until = until != 0 ? until : now + ZH_SPIN_MAX_NS;
             if (now > until) {
                 break;
             }
         }
     }
+    *start = *start != 0 ? *start : zc_time_ns();
     /* Yield phase: lets a peer that shares this core run (4 ranks on 2
      * cores), and costs one syscall per poll when nobody else is runnable. */
     for (uint32_t i = 0; i < ZH_YIELD_ITERS; i++) {
@@ -343,7 +348,7 @@ static int zh_wait_one(zh_comm_t *c, int peer, size_t flag_offset, uint32_t targ
          * destroyed its comm, having no duty left) is no failure: its exit
          * is seen after its posts, so look at the flag once more after
          * seeing it gone, and only then fail. */
-        int st = zh_wait_check(c, peer, start);
+        int st = zh_wait_check(c, peer, *start);
         if (st == ZC_OK && zh_peer_gone(c, peer)) {
             if (zh_reached(atomic_load_explicit(&f->value, memory_order_acquire), target)) {
                 return ZC_OK;
@@ -540,20 +545,14 @@ void zh_diag_report(zh_comm_t *c, uint32_t seq, const char *why)
     }
 }
 
-/* The clock is read only once some peer is not there yet: a read costs
- * 20-40 ns on a VM, more than a wait that finds every flag set. */
 int zh_wait_peers(zh_comm_t *c, size_t flag_offset, uint32_t target)
 {
     uint64_t start = 0;
     for (int r = 0; r < c->nranks; r++) {
-        const zh_flag_t *f =
-            (const zh_flag_t *)(const void *)((const char *)c->peers[r].ctrl + flag_offset);
-        if (r == c->rank ||
-            zh_reached(atomic_load_explicit(&f->value, memory_order_acquire), target)) {
+        if (r == c->rank) {
             continue;
         }
-        start = start != 0 ? start : zc_time_ns();
-        int st = zh_wait_one(c, r, flag_offset, target, start);
+        int st = zh_wait_one(c, r, flag_offset, target, &start);
         if (st != ZC_OK) {
             return st;
         }
