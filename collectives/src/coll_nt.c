@@ -14,9 +14,10 @@
  *
  * The model: the last-level cache keeps about the last W = 2 x tune->nt_min
  * bytes of op data (inputs + outputs of every rank, all on this host's
- * caches). W is the whole last-level cache: the default nt_min of 16 MiB
- * makes it the 32 MiB of the project's machine, where W = 16 MiB streamed
- * np 4 AllGather 4 MiB reused (20 MiB of data) at 2.5x its cached time.
+ * caches). W is the whole last-level cache: unless ZCCL_NT_MIN sets it,
+ * nt_min is half the cache the kernel reports (coll_nt_min_for_llc), 16 MiB
+ * on the project's 32 MiB machine, where a W of 16 MiB streamed np 4
+ * AllGather 4 MiB reused (20 MiB of data) at 2.5x its cached time.
  * Each communicator keeps the ranges of its recent large direct ops
  * (coll_reuse_t) on a clock counting those bytes, and an op of D bytes of
  * data streams when
@@ -85,6 +86,23 @@ static void coll_reuse_note(coll_reuse_t *r, const void *in, size_t in_bytes, co
     r->clock += data;
     e->stamp = r->clock;
     r->next++;
+}
+
+/* nt_min from the last-level cache: the smallest, and the one used when the
+ * cache's size is unknown (it suits a 32 MiB cache). */
+#define COLL_NT_MIN_FLOOR ((size_t)1 << 20)
+#define COLL_NT_MIN_UNKNOWN ((size_t)16 << 20)
+
+size_t coll_nt_min_for_llc(uint64_t llc_bytes)
+{
+    if (llc_bytes == 0) {
+        return COLL_NT_MIN_UNKNOWN;
+    }
+    uint64_t half = llc_bytes / 2;
+    if (half < COLL_NT_MIN_FLOOR) {
+        return COLL_NT_MIN_FLOOR;
+    }
+    return half > SIZE_MAX ? SIZE_MAX : (size_t)half;
 }
 
 int coll_nt_choose(const coll_args_t *a, size_t in_bytes, size_t out_bytes)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "zc/config.h"
+#include "zc/llc.h"
 #include "zc/log.h"
 #include "zc/sync.h"
 #include "zccl/vmm_ext.h"
@@ -136,6 +137,12 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     c->spin_iters = (uint32_t)env->spin_iters;
     c->tune.oneshot_max = (size_t)env->oneshot_max;
     c->tune.nt_min = (size_t)env->nt_min;
+    if (c->tune.nt_min == 0) {
+        uint64_t llc = zc_llc_bytes();
+        c->tune.nt_min = coll_nt_min_for_llc(llc);
+        ZC_INFO(ZC_SUB_INIT, "rank %u: ZCCL_NT_MIN auto: %zu bytes (last-level cache %llu bytes%s)",
+                rank, c->tune.nt_min, (unsigned long long)llc, llc == 0 ? ", unknown" : "");
+    }
     c->symwin_max = HCCL_DEFAULT_SYMMETRIC_MEMORY_STRIDE << 30;
     pthread_mutex_init(&c->lock, NULL);
     zc_log_set_rank((int)rank);

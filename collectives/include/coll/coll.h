@@ -108,6 +108,11 @@ typedef struct {
                          * 2 x nt_min bytes of op data (coll_nt.c) */
 } coll_tuning_t;
 
+/** nt_min when none is configured, for a last-level cache of llc_bytes (0:
+ *  unknown): half of it, so that the window 2 x nt_min is the whole cache
+ *  (coll_nt.c); at least 1 MiB; 16 MiB (a 32 MiB cache) when unknown. */
+size_t coll_nt_min_for_llc(uint64_t llc_bytes);
+
 /** Entries of a reuse history (see coll_reuse_t). */
 #define COLL_REUSE_SLOTS 32
 

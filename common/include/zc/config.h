@@ -83,11 +83,12 @@ typedef enum {
       "more cores than the communicator has ranks)")                                               \
     X(ZCCL_ONESHOT_MAX, ZC_CFG_UINT, oneshot_max, "16384", 0, 1073741824,                          \
       "AllReduce messages up to this many bytes use the one-shot algorithm")                       \
-    X(ZCCL_NT_MIN, ZC_CFG_UINT, nt_min, "16777216", 0, 4294967295u,                                \
-      "Copies of at least this many bytes use non-temporal stores (0 = never); direct AllReduce "  \
-      "and AllGather stream from twice this much data over all ranks, or when their output was "   \
-      "not used within the last twice this many bytes of such ops (twice this should be the "      \
-      "last-level cache: the default suits 32 MiB)")                                               \
+    X(ZCCL_NT_MIN, ZC_CFG_UINT, nt_min, "0", 0, 4294967295u,                                       \
+      "Copies of at least this many bytes use non-temporal stores; direct AllReduce and "          \
+      "AllGather stream from twice this much data over all ranks, or when their output was not "   \
+      "used within the last twice this many bytes of such ops, so twice this should be the "       \
+      "last-level cache (0 = auto: half the last-level cache the kernel reports, at least 1 MiB, " \
+      "16 MiB when it reports none; 4294967295 streams only ops of gigabytes)")                    \
     X(ZCCL_NET_CHUNK, ZC_CFG_UINT, net_chunk, "1048576", 4096, 1073741824,                         \
       "Bytes per pipelined message of the inter-host (UCX) phase of a collective")
 
