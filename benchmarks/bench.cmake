@@ -12,7 +12,9 @@ target_compile_definitions(zccl_bench PRIVATE ZCCL_BENCH_VERSION="${PROJECT_VERS
 # The reference's kernels are the limit the tables hold zccl to: optimise
 # them like a kernel.
 set_source_files_properties(bench_ref_kern.c PROPERTIES COMPILE_OPTIONS -O3)
-target_link_libraries(zccl_bench PUBLIC hccl ascendcl MPI::MPI_C m PRIVATE zccl_hccl_internal)
+# zccl_common: the last-level cache size (zc/llc.h), read as the library reads it.
+target_link_libraries(zccl_bench PUBLIC hccl ascendcl MPI::MPI_C m PRIVATE zccl_hccl_internal
+                      zccl_common)
 
 set(ZCCL_BENCH_TOOLS all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf
     reduce_perf alltoall_perf sendrecv_perf)

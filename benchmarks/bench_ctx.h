@@ -93,7 +93,8 @@ typedef struct bench_row {
     double mpi_busbw;
     double ref_us;   /* best reference variant's time; 0 when none */
     int ref_variant; /* -1 when none */
-    double ref_pct;  /* median over rounds of its time / zccl's in the same round; -1 none */
+    double ref_pct;  /* median over rounds of its time / zccl's in the same round, per order
+                      of the pair, averaged; -1 none */
     uint64_t ref_wrong;
     uint64_t net_bytes; /* bytes sent between hosts per zccl op, all ranks (0 on one host) */
 } bench_row_t;
@@ -118,6 +119,7 @@ typedef struct bench_ctx {
     int range_set;
     int activated;
     int mapped;
+    size_t llc_bytes; /**< the last-level cache (32 MiB when unknown) */
     size_t send_span; /**< send bytes of the largest op */
     size_t recv_span; /**< receive bytes of the largest op */
     bench_ref_t ref;
@@ -171,6 +173,10 @@ typedef double (*bench_batch_fn)(bench_ctx_t *ctx, const bench_ring_t *ring, int
 
 /** Warm up with batch and choose the timed batch's iterations (-n, --budget). */
 int bench_calibrate(bench_ctx_t *ctx, const bench_ring_t *ring, bench_batch_fn batch);
+
+/** Before a timed batch: in reuse mode, one untimed op of `batch`, so the
+ *  batch starts with its own data in the cache (see bench_run.c). */
+void bench_warm(bench_ctx_t *ctx, const bench_ring_t *ring, bench_batch_fn batch);
 
 /* ---- the reference (bench_ref.c) ---- */
 

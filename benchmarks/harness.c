@@ -21,6 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "zc/llc.h"
+
 void bench_die(const bench_ctx_t *ctx, const char *call, int code, const char *text)
 {
     fprintf(stderr, "%s: rank %d: %s failed: %d (%s)\n", ctx->coll->tool, ctx->rank, call, code,
@@ -107,7 +109,9 @@ static void bench_usage(FILE *f, const char *tool)
             "                      op finds its data cached (0: reuse the same buffers)\n"
             "  --repeat R          R interleaved timed rounds of zccl, the reference and MPI\n"
             "                      per size (at most 64), the best time of each kept; %%ref is\n"
-            "                      the median of the rounds' reference / zccl ratios (default 1)\n"
+            "                      the median of the rounds' reference / zccl ratios, those\n"
+            "                      with zccl first and those with the reference first\n"
+            "                      apart, averaged (default 1)\n"
             "  --version           print the version and exit\n"
             "  --help              print this text and exit\n"
             "Every row also times the reference (the ideal kernel for the collective on raw\n"
@@ -294,31 +298,12 @@ static void bench_alloc_zero_copy(bench_ctx_t *ctx)
    can be the host's in a VM); 32 MiB when unknown. */
 static size_t bench_llc_bytes(void)
 {
-    size_t best = 0;
-    for (int i = 0; i < 8; i++) {
-        char path[80];
-        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        FILE *f = fopen(path, "r");
-        if (f == NULL) {
-            break;
-        }
-        unsigned long kb = 0;
-        if (fscanf(f, "%luK", &kb) == 1 && (size_t)kb * 1024 > best) {
-            best = (size_t)kb * 1024;
-        }
-        fclose(f);
-    }
-    if (best == 0) {
+    uint64_t llc = zc_llc_bytes();
+    if (llc == 0) {
         long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-        best = l3 > 0 ? (size_t)l3 : (size_t)32 << 20;
+        llc = l3 > 0 ? (uint64_t)l3 : (uint64_t)32 << 20;
     }
-    return best;
-}
-
-/* Bytes of each buffer pool in cold mode: twice the last-level cache. */
-static size_t bench_cold_pool(void)
-{
-    return 2 * bench_llc_bytes();
+    return llc < SIZE_MAX ? (size_t)llc : SIZE_MAX;
 }
 
 static void bench_alloc(bench_ctx_t *ctx)
@@ -332,7 +317,9 @@ static void bench_alloc(bench_ctx_t *ctx)
     ctx->coll->shape(&op, ctx->a.max_bytes / op.esize, NULL, NULL, 0);
     ctx->send_span = op.send_elems * op.esize;
     ctx->recv_span = op.recv_elems * op.esize;
-    size_t floor = ctx->a.cold ? bench_cold_pool() : op.esize;
+    ctx->llc_bytes = bench_llc_bytes();
+    /* Cold mode's pools: twice the last-level cache per buffer. */
+    size_t floor = ctx->a.cold ? 2 * ctx->llc_bytes : op.esize;
     ctx->send_cap = ZCCL_BENCH_MAX(ctx->send_span, floor);
     ctx->recv_cap = ZCCL_BENCH_MAX(ctx->recv_span, floor);
     if (ctx->a.zero_copy) {
