@@ -55,7 +55,6 @@ typedef struct bench_ref {
     int yield;                      /**< more ranks than cores: yield while waiting */
     int variant;                    /**< the variant bench_ref_batch runs */
     int iters[BENCH_REF_NVAR];      /**< per variant at this size; 0: does not apply */
-    double sum_us[BENCH_REF_NVAR];  /**< per variant: sum of its rounds' times */
     double best_us[BENCH_REF_NVAR]; /**< per variant: its best round */
     double round_us[BENCH_REF_NVAR][BENCH_MAX_REPEAT]; /**< per variant: every round */
     int pruned[BENCH_REF_NVAR]; /**< per variant: no longer timed (too slow) */

@@ -26,9 +26,10 @@
  * a while (at once when there are more ranks than cores).
  *
  * Variants, each timed as a batch like zccl's, once per --repeat round; the
- * reference is the variant with the least total time over the rounds, and
- * its time column is its best round. After three rounds, variants slower
- * than 1.25 x the fastest's total are no longer timed (BENCH_REF_PRUNE).
+ * reference is the variant with the fastest median round, and
+ * its time column is its best round. After three rounds, variants whose
+ * best round is slower than 1.25 x the fastest best round are no longer
+ * timed (BENCH_REF_PRUNE).
  * (The best round of any variant, as before, took the minimum of variants x
  * rounds samples against zccl's rounds: on a loaded machine that alone
  * favoured the reference by the spread of the noise.)
@@ -373,11 +374,34 @@ int bench_ref_usable(const bench_ctx_t *ctx)
     return !(c->flags & BENCH_REDUCES) || bench_ref_reducible(ctx->a.dtype, ctx->a.redop);
 }
 
-/* After this many rounds a variant slower than BENCH_REF_PRUNE x the
- * fastest one's total stops being timed: the rounds left go faster, and the
- * variant that stays sits next to zccl's batch (see bench_ref_measure). */
+/* After this many rounds a variant whose best round is slower than
+ * BENCH_REF_PRUNE x the fastest best round stops being timed: the rounds
+ * left go faster, and the variant that stays sits next to zccl's batch (see
+ * bench_ref_measure). Best rounds, not totals: one burst of other load in
+ * one of three rounds is enough to lift a total past the bar. */
 #define BENCH_REF_PRUNE_ROUNDS 3
 #define BENCH_REF_PRUNE 1.25
+
+static int bench_cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x;
+    double b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+static double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(v[0]), bench_cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+/* Median of variant v's rounds 0..round. */
+static double bench_ref_median_round(const bench_ref_t *r, int v, int round)
+{
+    double t[BENCH_MAX_REPEAT];
+    memcpy(t, r->round_us[v], sizeof(t[0]) * (size_t)(round + 1));
+    return bench_median(t, round + 1);
+}
 
 /* One timed batch of variant v in round `round`. */
 static void bench_ref_time(bench_ctx_t *ctx, const bench_ring_t *ring, int v, int round)
@@ -388,7 +412,6 @@ static void bench_ref_time(bench_ctx_t *ctx, const bench_ring_t *ring, int v, in
     double t = bench_ref_batch(ctx, ring, r->iters[v]) / r->iters[v] * 1e6;
     r->round_us[v][round] = t;
     r->best_us[v] = round == 0 || t < r->best_us[v] ? t : r->best_us[v];
-    r->sum_us[v] += t;
 }
 
 void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row, int round,
@@ -402,7 +425,6 @@ void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *
         row->ref_variant = -1;
         for (int v = 0; v < BENCH_REF_NVAR; v++) {
             r->iters[v] = 0;
-            r->sum_us[v] = 0.0;
             r->pruned[v] = 0;
             if (bench_ref_applies(ctx, ring, v)) {
                 r->variant = v;
@@ -424,18 +446,29 @@ void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *
     if (!after_zccl && lead >= 0) {
         bench_ref_time(ctx, ring, lead, round);
     }
-    /* The variant fastest over all rounds so far; its best round is the
-       reference, so it has as many samples as zccl's best (see the top). */
+    /* The variant with the fastest median round so far (a burst of other
+       load in one round moves a median less than a total); its best round
+       is the reference, so it has as many samples as zccl's best (see the
+       top). */
     row->ref_variant = -1;
+    double lead_us = 0.0;
     for (int v = 0; v < BENCH_REF_NVAR; v++) {
-        if (r->iters[v] != 0 && !r->pruned[v] &&
-            (row->ref_variant < 0 || r->sum_us[v] < r->sum_us[row->ref_variant])) {
+        if (r->iters[v] == 0 || r->pruned[v]) {
+            continue;
+        }
+        double m = bench_ref_median_round(r, v, round);
+        if (row->ref_variant < 0 || m < lead_us) {
             row->ref_variant = v;
+            lead_us = m;
         }
     }
     if (row->ref_variant >= 0 && round + 1 == BENCH_REF_PRUNE_ROUNDS) {
+        double base = r->best_us[row->ref_variant];
         for (int v = 0; v < BENCH_REF_NVAR; v++) {
-            r->pruned[v] = r->sum_us[v] > BENCH_REF_PRUNE * r->sum_us[row->ref_variant];
+            base = r->iters[v] != 0 && r->best_us[v] < base ? r->best_us[v] : base;
+        }
+        for (int v = 0; v < BENCH_REF_NVAR; v++) {
+            r->pruned[v] = r->best_us[v] > BENCH_REF_PRUNE * base;
         }
     }
     row->ref_us = row->ref_variant >= 0 ? r->best_us[row->ref_variant] : 0.0;
@@ -449,19 +482,6 @@ void bench_ref_check_row(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t
     ctx->ref.variant = row->ref_variant;
     row->ref_wrong = bench_ref_check(ctx, ring);
     ctx->wrong += row->ref_wrong;
-}
-
-static int bench_cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x;
-    double b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
-static double bench_median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(v[0]), bench_cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
 /*
