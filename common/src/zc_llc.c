@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "zc/llc.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,8 +95,17 @@ uint64_t zc_llc_bytes_at(const char *root, int cpu)
     return best;
 }
 
-uint64_t zc_llc_bytes(void)
+static pthread_once_t zc_llc_once = PTHREAD_ONCE_INIT;
+static uint64_t zc_llc_cached;
+
+static void zc_llc_load(void)
 {
     int cpu = sched_getcpu();
-    return zc_llc_bytes_at("/sys/devices/system/cpu", cpu >= 0 ? cpu : 0);
+    zc_llc_cached = zc_llc_bytes_at("/sys/devices/system/cpu", cpu >= 0 ? cpu : 0);
+}
+
+uint64_t zc_llc_bytes(void)
+{
+    pthread_once(&zc_llc_once, zc_llc_load); /* every comm init asks; sysfs is read once */
+    return zc_llc_cached;
 }

@@ -8,8 +8,9 @@
 
 #include <stdint.h>
 
-/** Bytes of the highest-level data or unified cache of the CPU the calling
- *  thread runs on (CPU 0 when that is unknown); 0 when sysfs does not say. */
+/** Bytes of the highest-level data or unified cache of the CPU the first
+ *  caller ran on (CPU 0 when that is unknown), read once per process; 0 when
+ *  sysfs does not say. */
 uint64_t zc_llc_bytes(void);
 
 /** The same for CPU `cpu` under a sysfs CPU directory `root` (normally

@@ -20,7 +20,7 @@
 #include "coll/coll.h"
 #include "zc/llc.h"
 
-static char llc_root[64];
+static char llc_root[256];
 
 static void llc_mkdirs(const char *path)
 {
@@ -60,14 +60,15 @@ static void llc_index(int cpu, int k, const char *level, const char *type, const
 static int llc_setup(void **state)
 {
     (void)state;
-    snprintf(llc_root, sizeof(llc_root), "/tmp/zccl-llc-XXXXXX");
+    const char *tmp = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+    snprintf(llc_root, sizeof(llc_root), "%s/zccl-llc-XXXXXX", tmp);
     return mkdtemp(llc_root) == NULL ? -1 : 0;
 }
 
 static int llc_teardown(void **state)
 {
     (void)state;
-    char cmd[128];
+    char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", llc_root);
     return system(cmd) == 0 ? 0 : -1;
 }
