@@ -36,6 +36,20 @@ fi
 scripts/deps.sh valgrind || exit 1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 failed=()
+mkdir -p "$BASE"
+EXCERPTS=$BASE/failed-tests.txt
+: >"$EXCERPTS"
+
+# ctest_in DIR CMD...: runs CMD (a ctest command line) in DIR; when it fails,
+# keeps the failed tests' last lines of output for the summary at the end.
+ctest_in() {
+    local dir=$1
+    shift
+    rm -f "$dir/Testing/Temporary/LastTestsFailed.log"
+    (cd "$dir" && "$@") && return 0
+    scripts/ctest_failed.sh "$dir" >>"$EXCERPTS"
+    return 1
+}
 
 configure_build() { # dir, extra cmake args...
     local dir=$1
@@ -53,12 +67,12 @@ run_asan() {
     local rc=0
     # Leak checking for everything but what runs under mpirun (labels mpi and
     # mpirun: Open MPI does not free its own allocations at exit) and torch.
-    (cd "$dir" &&
-        ASAN_OPTIONS=$common:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-            ctest --output-on-failure --timeout 900 -j"$JOBS" -LE '^(mpi|mpirun|torch)$') || rc=1
-    (cd "$dir" &&
-        ASAN_OPTIONS=$common:detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-            ctest --output-on-failure --timeout 900 -j"$JOBS" -L '^(mpi|mpirun)$') || rc=1
+    ASAN_OPTIONS=$common:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        ctest_in "$dir" ctest --output-on-failure --timeout 900 -j"$JOBS" \
+        -LE '^(mpi|mpirun|torch)$' || rc=1
+    ASAN_OPTIONS=$common:detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        ctest_in "$dir" ctest --output-on-failure --timeout 900 -j"$JOBS" \
+        -L '^(mpi|mpirun)$' || rc=1
     return $rc
 }
 
@@ -71,9 +85,8 @@ run_tsan() {
     if command -v setarch >/dev/null 2>&1 && setarch "$(uname -m)" -R true 2>/dev/null; then
         norand=(setarch "$(uname -m)" -R)
     fi
-    (cd "$dir" &&
-        TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-            "${norand[@]}" ctest --output-on-failure --timeout 900 -j"$JOBS" -R thread)
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+        ctest_in "$dir" "${norand[@]}" ctest --output-on-failure --timeout 900 -j"$JOBS" -R thread
 }
 
 run_valgrind() {
@@ -102,6 +115,7 @@ for step in "${STEPS[@]}"; do
     [ $rc -eq 0 ] || failed+=("$step")
 done
 if [ ${#failed[@]} -ne 0 ]; then
+    cat "$EXCERPTS"
     echo "sanitize: failed: ${failed[*]}"
     exit 1
 fi

@@ -14,7 +14,11 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZCCL_WERROR=ON >/dev/
 cmake --build "$BUILD" -j"$(nproc)"
 # mpirun as root needs these; harmless otherwise.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-(cd "$BUILD" && ctest --output-on-failure --timeout 900 "$@")
+rm -f "$BUILD/Testing/Temporary/LastTestsFailed.log"
+if ! (cd "$BUILD" && ctest --output-on-failure --timeout 900 "$@"); then
+    scripts/ctest_failed.sh "$BUILD" # again at the end, for logs cut to their tail
+    exit 1
+fi
 if [ $# -eq 0 ] && [ "${ZCCL_SKIP_SANITIZERS:-0}" != 1 ]; then
     scripts/sanitize.sh
 fi
