@@ -295,7 +295,10 @@ static void bench_alloc_zero_copy(bench_ctx_t *ctx)
 }
 
 /* The last-level cache in bytes as the kernel reports it (sysconf's figure
-   can be the host's in a VM); 32 MiB when unknown. */
+   can be the host's in a VM); 32 MiB when unknown. Each rank reads the cache
+   of the CPU it runs on, and they need not agree (hybrid cores, odd VMs), but
+   the cold pools' sizes and the warm-up ops must be alike on every rank: the
+   largest answer counts. */
 static size_t bench_llc_bytes(void)
 {
     uint64_t llc = zc_llc_bytes();
@@ -303,7 +306,9 @@ static size_t bench_llc_bytes(void)
         long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
         llc = l3 > 0 ? (uint64_t)l3 : (uint64_t)32 << 20;
     }
-    return llc < SIZE_MAX ? (size_t)llc : SIZE_MAX;
+    uint64_t all = llc;
+    MPI_Allreduce(&llc, &all, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    return all < SIZE_MAX ? (size_t)all : SIZE_MAX;
 }
 
 static void bench_alloc(bench_ctx_t *ctx)

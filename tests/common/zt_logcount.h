@@ -30,10 +30,10 @@
 /* The per-process log file (set by zt_lg_open). */
 static char zt_lg_path[256];
 
-/** Send the library's warnings to /tmp/zccl-test-vmm-<topic>-<pid>.log, emptied first. */
+/** Send the library's warnings to /tmp/zt-vmm-<topic>-<pid>.log, emptied first. */
 static inline void zt_lg_open(const char *topic)
 {
-    snprintf(zt_lg_path, sizeof(zt_lg_path), "/tmp/zccl-test-vmm-%s-%d.log", topic, (int)getpid());
+    snprintf(zt_lg_path, sizeof(zt_lg_path), "/tmp/zt-vmm-%s-%d.log", topic, (int)getpid());
     unlink(zt_lg_path);
     setenv("ZCCL_LOG_FILE", zt_lg_path, 1);
     setenv("ZCCL_LOG_LEVEL", "warn", 1);

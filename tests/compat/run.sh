@@ -14,7 +14,7 @@ build=$1
 src=$2
 nps=${3:-"2 4 8"}
 here=$src/tests/compat
-work=$(mktemp -d "${TMPDIR:-/tmp}/zccl-compat.XXXXXX") || exit 1
+work=$(mktemp -d "${TMPDIR:-/tmp}/zt-compat.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT INT TERM
 prefix=$work/prefix
 

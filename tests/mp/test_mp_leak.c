@@ -22,7 +22,11 @@
  * this test under memcheck) and the sanitizers only fds and threads are
  * compared. The parent checks that no new
  * entry appeared in /dev/shm or /tmp whose name mentions zccl (the design
- * uses anonymous memfds and abstract sockets only).
+ * uses anonymous memfds and abstract sockets only). That name is the
+ * library's: ctest runs tests side by side, so the other tests name their
+ * temporary files zt-*. (They were zccl-*: test_mp_ranktable run beside
+ * this test failed it with "/tmp zccl entries 0 -> 1", the likely cause of
+ * a CI failure whose log did not name the test.)
  */
 #include <stdarg.h>
 #include <stddef.h>

@@ -434,7 +434,7 @@ static void test_busy(void **state)
 int main(void)
 {
     const char *tmp = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
-    snprintf(rt_dir, sizeof(rt_dir), "%s/zccl-ranktable-XXXXXX", tmp);
+    snprintf(rt_dir, sizeof(rt_dir), "%s/zt-ranktable-XXXXXX", tmp);
     if (mkdtemp(rt_dir) == NULL) {
         return 1;
     }

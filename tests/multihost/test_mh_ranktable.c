@@ -213,7 +213,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *tmp = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
-    snprintf(mh_dir, sizeof(mh_dir), "%s/zccl-mh-ranktable-XXXXXX", tmp);
+    snprintf(mh_dir, sizeof(mh_dir), "%s/zt-mh-ranktable-XXXXXX", tmp);
     if (mkdtemp(mh_dir) == NULL) {
         return 1;
     }

@@ -249,7 +249,7 @@ static void remove_tree(const char *dir)
 static void test_trace(void **state)
 {
     (void)state;
-    snprintf(g_dir, sizeof(g_dir), "/tmp/zccl-prof-test-%d/sub", (int)getpid());
+    snprintf(g_dir, sizeof(g_dir), "/tmp/zt-prof-test-%d/sub", (int)getpid());
     assert_int_equal(aclprofInit(NULL, 4), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(aclprofInit(g_dir, strlen(g_dir) + 3), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(aclprofFinalize(), ACL_ERROR_PROF_NOT_RUN);
@@ -359,7 +359,7 @@ int main(void)
 {
     setenv("ZCCL_PRINT_STATS", "1", 1);
     /* The stats lines go to stdout: collect them in a file, keep cmocka's output on stderr. */
-    snprintf(g_stats_file, sizeof(g_stats_file), "/tmp/zccl-prof-stats-%d.txt", (int)getpid());
+    snprintf(g_stats_file, sizeof(g_stats_file), "/tmp/zt-prof-stats-%d.txt", (int)getpid());
     if (freopen(g_stats_file, "w", stdout) == NULL) {
         return 1;
     }

@@ -382,7 +382,7 @@ static void test_first_calls(void **state)
 
 int main(void)
 {
-    snprintf(zt_dir, sizeof(zt_dir), "/tmp/zccl-test-config-%d", (int)getpid());
+    snprintf(zt_dir, sizeof(zt_dir), "/tmp/zt-config-%d", (int)getpid());
     if (mkdir(zt_dir, 0700) != 0) {
         perror("mkdir");
         return 1;

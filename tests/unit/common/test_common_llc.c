@@ -61,7 +61,7 @@ static int llc_setup(void **state)
 {
     (void)state;
     const char *tmp = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
-    snprintf(llc_root, sizeof(llc_root), "%s/zccl-llc-XXXXXX", tmp);
+    snprintf(llc_root, sizeof(llc_root), "%s/zt-llc-XXXXXX", tmp);
     return mkdtemp(llc_root) == NULL ? -1 : 0;
 }
 

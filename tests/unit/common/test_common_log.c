@@ -93,7 +93,7 @@ static void test_rank_prefix(void **state)
 
 int main(void)
 {
-    snprintf(lg_path, sizeof(lg_path), "/tmp/zccl-test-log-%d.log", (int)getpid());
+    snprintf(lg_path, sizeof(lg_path), "/tmp/zt-log-%d.log", (int)getpid());
     setenv("ZCCL_LOG_FILE", lg_path, 1);
     setenv("ZCCL_LOG_LEVEL", "info", 1);
     const struct CMUnitTest tests[] = {

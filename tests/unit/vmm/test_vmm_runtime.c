@@ -49,7 +49,7 @@ static void test_init_finalize(void **state)
     ZT_EXPECT_ERR(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
 
     ZT_EXPECT_ERR(aclInit("/nonexistent-dir/acl.json"), ACL_ERROR_INVALID_FILE);
-    char cfg[] = "/tmp/zccl-acl-cfg-XXXXXX";
+    char cfg[] = "/tmp/zt-acl-cfg-XXXXXX";
     int fd = mkstemp(cfg);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, "{}", 2), 2);
