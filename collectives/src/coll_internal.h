@@ -116,10 +116,15 @@ int coll_use_nt_op(const coll_args_t *a, size_t in_bytes, size_t out_bytes);
  * Cached (0) or streaming (1) stores for this rank's part of a large direct
  * AllReduce or AllGather whose every rank reads in_bytes and writes
  * out_bytes: streaming when the op's data cannot stay cached or its output
- * was probably evicted since it was last used (coll_nt.c). Notes the op in
- * a->reuse, so call it once per op.
+ * was probably evicted since it was last used; near the cache's size, the
+ * kind a trial of both found faster (coll_nt.c). Notes the op in a->reuse,
+ * so call it once per op.
  */
 int coll_nt_choose(const coll_args_t *a, size_t in_bytes, size_t out_bytes);
+
+/** The pending trial sample took ns nanoseconds (coll_nt_done's second
+ *  half, for tests); nothing when none is pending. */
+void coll_nt_learn(coll_reuse_t *r, uint64_t ns);
 
 /** AllReduce one-shot threshold in bytes. */
 size_t coll_oneshot_max(const coll_args_t *a);

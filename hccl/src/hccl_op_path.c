@@ -154,7 +154,11 @@ static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const 
         .reuse = &c->reuse,
     };
     int result = zc ? zh_op_direct(c, op, d, &a, in, out) : zh_op_staged(c, op, &a, ccl);
-    return zh_op_exit(c, result);
+    result = zh_op_exit(c, result);
+    if (zc && result == ZC_OK) {
+        coll_nt_done(&c->reuse); /* through the exit barrier: alike on every rank */
+    }
+    return result;
 }
 
 /* Every post of op seq is in: agree, choose the path, run it. inline_only

@@ -128,11 +128,39 @@ typedef struct {
     uint64_t stamp;         /* clock when the op ended; 0: unused entry */
 } coll_reuse_ent_t;
 
+/** Op shapes whose store kind is tried out (see coll_trial_t). */
+#define COLL_TRIAL_SLOTS 8
+
+/**
+ * The trial of one op shape near the cache's size, where the model's answer
+ * is a coin toss (coll_nt.c): a few ops of each kind, timed, then the faster
+ * kind for a while, then a new trial.
+ */
+typedef struct {
+    uint64_t in_bytes, out_bytes; /* the shape (both 0: unused) */
+    uint64_t best_ns[2];          /* fastest timed op of each kind this trial */
+    uint32_t step;                /* ops of this shape since the trial began */
+    uint32_t used;                /* coll_reuse_t.trials when last used */
+    int nt;                       /* the kind the last trial chose */
+} coll_trial_t;
+
 typedef struct {
     uint64_t clock; /* bytes of op data (inputs + outputs, all ranks) so far */
     uint32_t next;  /* the entry the next op fills */
     coll_reuse_ent_t ent[COLL_REUSE_SLOTS];
+    uint32_t trials; /* ops that went through a trial slot */
+    coll_trial_t trial[COLL_TRIAL_SLOTS];
+    /* the last op, when it is a timed trial sample (coll_nt_done) */
+    int pend_slot; /* its trial slot + 1; 0: none */
+    int pend_nt;
+    uint32_t pend_step;
+    uint64_t pend_t0;
 } coll_reuse_t;
+
+/** The communicator's last op is done on every rank (after its exit
+ *  barrier): when it was a timed trial sample of the store kind
+ *  (coll_nt.c), it takes its time. Cheap otherwise; call after every op. */
+void coll_nt_done(coll_reuse_t *r);
 
 typedef struct {
     int rank;

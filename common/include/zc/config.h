@@ -86,9 +86,11 @@ typedef enum {
     X(ZCCL_NT_MIN, ZC_CFG_UINT, nt_min, "0", 0, 4294967295u,                                       \
       "Copies of at least this many bytes use non-temporal stores; direct AllReduce and "          \
       "AllGather stream from twice this much data over all ranks, or when their output was not "   \
-      "used within the last twice this many bytes of such ops, so twice this should be the "       \
-      "last-level cache (0 = auto: half the last-level cache the kernel reports, at least 1 MiB, " \
-      "16 MiB when it reports none; 4294967295 streams only ops of gigabytes)")                    \
+      "used within the last twice this many bytes of such ops; from this much data up to twice "   \
+      "it, ops whose output is still cached are timed both ways now and then and take the "        \
+      "faster; twice this should be the last-level cache (0 = auto: half the last-level cache "    \
+      "the kernel reports, at least 1 MiB, 16 MiB when it reports none; 4294967295 streams "       \
+      "only ops of gigabytes)")                                                                    \
     X(ZCCL_NET_CHUNK, ZC_CFG_UINT, net_chunk, "1048576", 4096, 1073741824,                         \
       "Bytes per pipelined message of the inter-host (UCX) phase of a collective")
 

@@ -1,8 +1,9 @@
 /*
  * The choice between cached and streaming stores (coll_nt.c): the size rule,
- * the reuse history that finds an output still cached or long evicted, and
- * that AllReduce and AllGather stay exact whichever kind each op takes
- * (threads as ranks, the serial reference, bytewise compare).
+ * the reuse history that finds an output still cached or long evicted, the
+ * trial of both kinds near the cache's size (fed made-up timings), and that
+ * AllReduce and AllGather stay exact whichever kind each op takes (threads
+ * as ranks, the serial reference, bytewise compare).
  */
 #include "test_coll_harness.h"
 
@@ -62,6 +63,7 @@ static void test_size_rule(void **state)
     a.tune = &never;
     a.reuse = &r;
     assert_int_equal(coll_nt_choose(&a, 256 * MIB, 256 * MIB), 0);
+    assert_int_equal(r.pend_slot, 0);
     /* Too large for the window: streaming whatever the history says. */
     for (int i = 0; i < 3; i++) {
         assert_int_equal(nt_ar(&r, 2, 0, 8 * MIB), 1);
@@ -73,9 +75,11 @@ static void test_reused_stays_cached(void **state)
     (void)state;
     coll_reuse_t r;
     memset(&r, 0, sizeof(r));
-    /* The same buffers every op: 12 MiB of data, always cached. */
+    /* The same buffers every op: 6 MiB of data (under half the window, so
+       no trial), always cached. */
     for (int i = 0; i < 200; i++) {
-        assert_int_equal(nt_ar(&r, 2, 0, 3 * MIB), 0);
+        assert_int_equal(nt_ar(&r, 2, 0, 3 * MIB / 2), 0);
+        assert_int_equal(r.pend_slot, 0);
     }
     /* A ring of 4 buffer sets of 4 MiB of data (16 MiB in all) still fits;
        of 5 it does not, once the history covers the window. */
@@ -115,6 +119,92 @@ static void test_rotation_streams(void **state)
         assert_int_equal(nt_ar(&r, 2, 2000 + i, 32 << 10), 0);
     }
     assert_int_equal(nt_ar(&r, 2, 1000, MIB), 0);
+}
+
+/* One trial of the shape nt_ar(r, 2, 0, 3 MiB), 12 MiB of data: 4 ops
+ * cached, then 4 streaming, the first of each untimed; the others get ns[]
+ * (cached, then streaming). Returns the kind the trial chose, as the next op
+ * takes it. */
+static int nt_trial(coll_reuse_t *r, const uint64_t ns[2])
+{
+    if (r->trials == 0) {
+        /* a new shape first runs 16 ops the model's way, untimed: the first
+           ops of a program pay for page faults and a cold cache */
+        for (int i = 0; i < 16; i++) {
+            assert_int_equal(nt_ar(r, 2, 0, 3 * MIB), 0);
+            assert_int_equal(r->pend_slot, 0);
+        }
+    }
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(nt_ar(r, 2, 0, 3 * MIB), i >= 4);
+        if (i % 4 == 0) {
+            assert_int_equal(r->pend_slot, 0);
+        } else {
+            assert_int_not_equal(r->pend_slot, 0);
+            /* the first timed op of each run is slow: the best one counts */
+            coll_nt_learn(r, ns[i >= 4] * (i % 4 == 1 ? 3 : 1));
+            assert_int_equal(r->pend_slot, 0);
+        }
+    }
+    int nt = nt_ar(r, 2, 0, 3 * MIB);
+    assert_int_equal(r->pend_slot, 0);
+    return nt;
+}
+
+static void test_trial(void **state)
+{
+    (void)state;
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    /* Streaming 20 % faster: it stays for the next 1,024 ops, then a new trial
+       (cached first again). */
+    const uint64_t stream_wins[2] = {1000, 800};
+    assert_int_equal(nt_trial(&r, stream_wins), 1);
+    for (int i = 1; i < 1024; i++) {
+        assert_int_equal(nt_ar(&r, 2, 0, 3 * MIB), 1);
+    }
+    /* Streaming only 5 % faster: not enough, cached. */
+    const uint64_t close[2] = {1000, 950};
+    assert_int_equal(nt_trial(&r, close), 0);
+    for (int i = 1; i < 1024; i++) {
+        assert_int_equal(nt_ar(&r, 2, 0, 3 * MIB), 0);
+    }
+    /* Cached faster: cached. */
+    const uint64_t cached_wins[2] = {500, 1000};
+    assert_int_equal(nt_trial(&r, cached_wins), 0);
+    /* No timings at all (nobody called coll_nt_done): cached. */
+    memset(&r, 0, sizeof(r));
+    for (int i = 0; i < 16 + 8; i++) {
+        (void)nt_ar(&r, 2, 0, 3 * MIB);
+    }
+    assert_int_equal(nt_ar(&r, 2, 0, 3 * MIB), 0);
+    /* Outputs the history says were evicted stream without a trial (from
+       the 4th op, when the history first reaches back 16 MiB). */
+    memset(&r, 0, sizeof(r));
+    for (int i = 0; i < 20; i++) {
+        assert_int_equal(nt_ar(&r, 2, i, 3 * MIB), i >= 3);
+        if (i >= 3) {
+            assert_int_equal(r.pend_slot, 0);
+        }
+    }
+    /* Each shape has a trial of its own: its 16 settling ops and step 0
+       untimed, step 1 timed, in its own slot. */
+    memset(&r, 0, sizeof(r));
+    for (int i = 0; i < 17; i++) {
+        (void)nt_ar(&r, 2, 0, 3 * MIB);
+        assert_int_equal(r.pend_slot, 0);
+        (void)nt_ar(&r, 2, 0, 5 * MIB / 2);
+        assert_int_equal(r.pend_slot, 0);
+    }
+    (void)nt_ar(&r, 2, 0, 3 * MIB);
+    int slot = r.pend_slot;
+    assert_int_not_equal(slot, 0);
+    (void)nt_ar(&r, 2, 0, 5 * MIB / 2);
+    assert_int_not_equal(r.pend_slot, 0);
+    assert_int_not_equal(r.pend_slot, slot);
+    /* A sample nobody reported done is dropped by the next op. */
+    (void)nt_ar(&r, 2, 0, MIB / 4);
+    assert_int_equal(r.pend_slot, 0);
 }
 
 static void test_overlap_counts(void **state)
@@ -159,7 +249,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_size_rule),         cmocka_unit_test(test_reused_stays_cached),
         cmocka_unit_test(test_rotation_streams),  cmocka_unit_test(test_overlap_counts),
-        cmocka_unit_test(test_exact_either_kind),
+        cmocka_unit_test(test_exact_either_kind), cmocka_unit_test(test_trial),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
