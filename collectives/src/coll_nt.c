@@ -159,13 +159,13 @@ static int coll_trial_pick(coll_reuse_t *r, size_t in_bytes, size_t out_bytes)
 {
     coll_trial_t *t = coll_trial_slot(r, in_bytes, out_bytes);
     t->used = ++r->trials;
+    uint32_t k = t->step; /* ops of the shape so far, settling ones included */
     uint32_t end = COLL_TRIAL_SETTLE + 2 * COLL_TRIAL_RUN + COLL_TRIAL_EVERY;
-    uint32_t step = t->step < COLL_TRIAL_SETTLE ? t->step : t->step - COLL_TRIAL_SETTLE;
-    int settling = t->step < COLL_TRIAL_SETTLE;
-    t->step = t->step + 1 == end ? COLL_TRIAL_SETTLE : t->step + 1;
-    if (settling) {
+    t->step = k + 1 == end ? COLL_TRIAL_SETTLE : k + 1;
+    if (k < COLL_TRIAL_SETTLE) {
         return 0;
     }
+    uint32_t step = k - COLL_TRIAL_SETTLE; /* within the trial and what follows it */
     if (step >= 2 * COLL_TRIAL_RUN) {
         return t->nt;
     }
@@ -175,7 +175,6 @@ static int coll_trial_pick(coll_reuse_t *r, size_t in_bytes, size_t out_bytes)
     int nt = step >= COLL_TRIAL_RUN;
     if (step % COLL_TRIAL_RUN != 0) {
         r->pend_slot = (int)(t - r->trial) + 1;
-        r->pend_nt = nt;
         r->pend_step = step;
         r->pend_t0 = zc_time_ns();
     }
@@ -189,7 +188,7 @@ void coll_nt_learn(coll_reuse_t *r, uint64_t ns)
     }
     coll_trial_t *t = &r->trial[r->pend_slot - 1];
     r->pend_slot = 0;
-    uint64_t *best = &t->best_ns[r->pend_nt != 0];
+    uint64_t *best = &t->best_ns[r->pend_step >= COLL_TRIAL_RUN];
     *best = ns < *best ? ns : *best;
     if (r->pend_step + 1 == 2 * COLL_TRIAL_RUN) {
         uint64_t c = t->best_ns[0];

@@ -151,9 +151,8 @@ typedef struct {
     uint32_t trials; /* ops that went through a trial slot */
     coll_trial_t trial[COLL_TRIAL_SLOTS];
     /* the last op, when it is a timed trial sample (coll_nt_done) */
-    int pend_slot; /* its trial slot + 1; 0: none */
-    int pend_nt;
-    uint32_t pend_step;
+    int pend_slot;      /* its trial slot + 1; 0: none */
+    uint32_t pend_step; /* its step in the trial (the kind follows from it) */
     uint64_t pend_t0;
 } coll_reuse_t;
 
