@@ -27,7 +27,7 @@ typedef struct bench_args {
     int mpi;           /**< -m: time the MPI collective too */
     int inplace;       /**< -I */
     int npus;          /**< -p (HCCL's tool): ranks expected, 0 = any */
-    int rss;           /**< --rss: a VmRSS line per size */
+    int rss;           /**< --rss: a resident-memory line per size */
     int hccl_format;   /**< --format hccl */
     double budget_s;   /**< --budget: cut iterations so a batch lasts about this */
     int cold;          /**< --cold: rotate buffers so no op finds its data cached */
@@ -131,9 +131,10 @@ typedef struct bench_ctx {
     int nmpi;
     double ref_pct_min; /**< lowest %ref from 1 MiB up (-1: none) */
     size_t ref_pct_min_size;
-    int ref_over;       /**< rows above 105 % of the reference */
-    long rss_first_kb;  /**< growth over the first zccl timed batch */
-    long rss_growth_kb; /**< summed over the later zccl timed batches */
+    int ref_over;          /**< rows above 105 % of the reference */
+    long rss_first_kb;     /**< growth over the first zccl timed batch */
+    long rss_first_mpi_kb; /**< of Open MPI's shared memory over it (not counted) */
+    long rss_growth_kb;    /**< summed over the later zccl timed batches */
     long rss_start_kb;
     uint64_t zccl_ops; /**< ops this rank launched on zccl */
 } bench_ctx_t;

@@ -29,8 +29,9 @@
  * element compared). Rank 0 prints nccl-tests' columns (or
  * HCCL's test tool's with --format hccl) plus the reference time and %ref
  * (reference time / zccl time), and the CSV rows; the footer gives the
- * average busbw, #wrong, the lowest %ref from 1 MiB up, the VmRSS growth over
- * zccl's timed batches and how many ops took which path.
+ * average busbw, #wrong, the lowest %ref from 1 MiB up, the growth of the
+ * resident memory (outside Open MPI's shared memory) over zccl's timed
+ * batches and how many ops took which path.
  */
 #include "bench_ctx.h"
 
@@ -231,19 +232,24 @@ void bench_ring_op(const bench_ctx_t *ctx, const bench_ring_t *ring, size_t j, i
                    (char *)ctx->recvbuf + j * ring->rstride);
 }
 
-static void bench_measure_rss(bench_ctx_t *ctx, long rss0, long rss1, size_t size, int iters)
+/* before/after: resident kB outside and inside Open MPI's shared memory. */
+static void bench_measure_rss(bench_ctx_t *ctx, const long before[2], const long after[2],
+                              size_t size, int iters)
 {
+    long own = after[0] - before[0];
     if (ctx->nsizes == 0) {
-        ctx->rss_first_kb = rss1 - rss0;
+        ctx->rss_first_kb = own;
+        ctx->rss_first_mpi_kb = after[1] - before[1];
     } else {
-        ctx->rss_growth_kb += rss1 - rss0;
+        ctx->rss_growth_kb += own;
     }
     if (ctx->a.rss) {
-        long r[2] = {rss0, rss1}, m[2];
-        MPI_Reduce(r, m, 2, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+        long r[3] = {before[0], after[0], own}, m[3];
+        MPI_Reduce(r, m, 3, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
         if (ctx->rank == 0) {
-            printf("# rss: size %zu: VmRSS %ld kB before, %ld kB after %d ops (max over ranks)\n",
-                   size, m[0], m[1], iters);
+            printf("# rss: size %zu: %ld kB before, %ld kB after %d ops, %+ld kB (max over "
+                   "ranks; outside Open MPI's shared memory)\n",
+                   size, m[0], m[1], iters, m[2]);
         }
     }
 }
@@ -281,11 +287,14 @@ static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
             bench_ref_measure(ctx, &ring, row, rep, 0);
         }
         bench_warm(ctx, &ring, bench_zccl_batch);
-        long rss0 = bench_probe_rss_kb();
+        long rss0[2];
+        rss0[0] = bench_probe_rss_kb(&rss0[1]);
         uint64_t net0 = zccl_comm_net_bytes(ctx->comm);
         double z = bench_zccl_batch(ctx, &ring, row->iters) / row->iters;
         if (rep == 0) {
-            bench_measure_rss(ctx, rss0, bench_probe_rss_kb(), row->size, row->iters);
+            long rss1[2];
+            rss1[0] = bench_probe_rss_kb(&rss1[1]);
+            bench_measure_rss(ctx, rss0, rss1, row->size, row->iters);
             uint64_t net = zccl_comm_net_bytes(ctx->comm) - net0;
             MPI_Allreduce(MPI_IN_PLACE, &net, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
             row->net_bytes = net / (uint64_t)row->iters;
@@ -508,9 +517,9 @@ static void bench_print_row(bench_ctx_t *ctx, const bench_row_t *row)
 
 static void bench_print_footer(bench_ctx_t *ctx)
 {
-    long mine_rss[2] = {ctx->rss_first_kb, ctx->rss_growth_kb};
-    long growth[2] = {0, 0};
-    MPI_Reduce(mine_rss, growth, 2, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+    long mine_rss[3] = {ctx->rss_first_kb, ctx->rss_growth_kb, ctx->rss_first_mpi_kb};
+    long growth[3] = {0, 0, 0};
+    MPI_Reduce(mine_rss, growth, 3, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
     uint64_t mine[5] = {zccl_comm_zero_copy_ops(ctx->comm), zccl_comm_buffered_ops(ctx->comm),
                         zccl_comm_staged_bytes(ctx->comm),
                         (uint64_t)(zccl_comm_ccl_allocated(ctx->comm) != 0),
@@ -518,7 +527,7 @@ static void bench_print_footer(bench_ctx_t *ctx)
     uint64_t sum[5] = {0, 0, 0, 0, 0};
     MPI_Reduce(mine, sum, 5, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     int hosts = zccl_comm_hosts(ctx->comm);
-    long rss_now = bench_probe_rss_kb();
+    long rss_now = bench_probe_rss_kb(NULL);
     if (ctx->rank != 0) {
         return;
     }
@@ -539,10 +548,11 @@ static void bench_print_footer(bench_ctx_t *ctx)
                "there (bench_ref.c)\n",
                ctx->ref_over);
     }
-    printf("# VmRSS                : %+ld kB over zccl's later timed batches, %+ld kB over the "
-           "first (max over ranks); %llu zccl ops on this rank; rank 0 at %ld kB (%ld kB at "
-           "start)\n",
-           growth[1], growth[0], (unsigned long long)ctx->zccl_ops, rss_now, ctx->rss_start_kb);
+    printf("# Resident memory      : %+ld kB over zccl's later timed batches, %+ld kB over the "
+           "first (max over ranks; not counted: Open MPI's shared memory, %+ld kB in the "
+           "first); %llu zccl ops on this rank; rank 0 at %ld kB (%ld kB at start)\n",
+           growth[1], growth[0], growth[2], (unsigned long long)ctx->zccl_ops, rss_now,
+           ctx->rss_start_kb);
     printf("# Paths (all ranks)    : %llu zero-copy ops, %llu buffered ops, %llu bytes staged, "
            "CCL buffer %s\n",
            (unsigned long long)sum[0], (unsigned long long)sum[1], (unsigned long long)sum[2],
@@ -573,7 +583,7 @@ static void bench_open_csv(bench_ctx_t *ctx)
 
 void bench_run_sweep(bench_ctx_t *ctx)
 {
-    ctx->rss_start_kb = bench_probe_rss_kb();
+    ctx->rss_start_kb = bench_probe_rss_kb(NULL);
     ctx->ref_pct_min = -1.0;
     if (ctx->rank == 0 && ctx->a.csv != NULL) {
         bench_open_csv(ctx);

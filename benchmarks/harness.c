@@ -102,7 +102,7 @@ static void bench_usage(FILE *f, const char *tool)
             "  -p N       number of ranks expected (HCCL test tool; checked)\n"
             "  --format nccl|hccl  table layout (default nccl)\n"
             "  --csv FILE          also write the rows as CSV (rank 0)\n"
-            "  --rss               print VmRSS around every timed batch\n"
+            "  --rss               print resident memory around every timed batch\n"
             "  --budget MS         cut iterations so a batch lasts about MS ms (min 3)\n"
             "  --blocking 0|1      1: synchronize the stream after every op (op + sync latency)\n"
             "  --cold 0|1          1: rotate through buffers past the last-level cache, so no\n"

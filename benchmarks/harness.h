@@ -184,8 +184,12 @@ void bench_ref_slice(size_t count, int n, int r, size_t es, size_t *off, size_t 
 
 /* ---- probes (bench_probe.c) ------------------------------------------------------ */
 
-/** This process's resident set size in kB (VmRSS), or -1 when unreadable. */
-long bench_probe_rss_kb(void);
+/**
+ * This process's resident memory in kB outside Open MPI's own shared memory
+ * (summed from /proc/self/smaps), or -1 when unreadable; *mpi_kb, when not
+ * NULL, gets the part inside it.
+ */
+long bench_probe_rss_kb(long *mpi_kb);
 
 /** Monotonic time in seconds. */
 double bench_now(void);
