@@ -286,9 +286,11 @@ static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
         if (rep % 2) {
             bench_ref_measure(ctx, &ring, row, rep, 0);
         }
-        bench_warm(ctx, &ring, bench_zccl_batch);
+        /* Read before the warm-up op: the probe walks every mapping's page
+           tables, which must not stand between the warm-up and the batch. */
         long rss0[2];
         rss0[0] = bench_probe_rss_kb(&rss0[1]);
+        bench_warm(ctx, &ring, bench_zccl_batch);
         uint64_t net0 = zccl_comm_net_bytes(ctx->comm);
         double z = bench_zccl_batch(ctx, &ring, row->iters) / row->iters;
         if (rep == 0) {
