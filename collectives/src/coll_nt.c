@@ -21,14 +21,15 @@
  * Each communicator keeps the ranges of its recent large direct ops
  * (coll_reuse_t) on a clock counting those bytes, and an op of D bytes of
  * data streams when
- *  - D >= W: it cannot stay cached whatever came before (the size rule,
- *    coll_use_nt_op), or
+ *  - D > W: it cannot stay cached whatever came before (the size rule,
+ *    coll_use_nt_op; an op of exactly W, such as np 2 AllReduce 8 MiB on
+ *    the 32 MiB machine, is left to the trial below), or
  *  - its output range (this rank's) was last touched by an op that ended
  *    more than W - D bytes of op data ago, or by no op within the last W
  *    bytes of a history that reaches that far back: in either case other
  *    data has pushed it out since.
  * An output the history cannot place (the first ops of a communicator)
- * follows the size rule: cached below W. Every rank sees the same sequence
+ * follows the size rule: cached up to W. Every rank sees the same sequence
  * of ops, so all ranks choose alike (they need not: each rank fences its own
  * streaming stores before the next barrier, and the bits are the same).
  * Where the model says cached but D is at least W/2, a timed trial of both

@@ -300,6 +300,7 @@ typedef struct zh_comm {
     atomic_uint_fast64_t buf_ops;
     atomic_uint_fast64_t inline_bytes; /* bytes carried in post slots (small ops) */
     atomic_uint_fast64_t inline_ops;   /* of zc_ops, those that ran inline */
+    atomic_uint_fast64_t caller_ops;   /* ops finished on the caller's thread */
 
     /* Set when the comm spans hosts (hccl_hier.c): then rank and nranks are
      * the global ones, this struct's control segment, peers and memory are

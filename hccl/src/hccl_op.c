@@ -130,6 +130,7 @@ static int zh_op_try_inline(zh_comm_t *c, zh_task_t *t, HcclResult *r)
             zh_prof_end(c, &t->op, &t->prof, &snap, *r);
             t->step = ZH_STEP_RETIRED;
             zh_op_retire(c, t->seq);
+            zh_count(&c->caller_ops, 1);
             done = 1;
         }
     }

@@ -81,6 +81,15 @@ _Static_assert(sizeof(zh_task_t) <= ZCCL_TASK_PAYLOAD, "an op task fits a stream
 
 typedef int (*zh_coll_fn)(const coll_args_t *a);
 
+/* Add n to one of the comm's op counters. Only ops count, and a comm's ops
+ * run one at a time (op k after op k - 1 retired): a plain increment, no
+ * locked instruction. */
+static inline void zh_count(atomic_uint_fast64_t *v, uint64_t n)
+{
+    atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
 /* Per collective: its algorithms and which arguments must agree across ranks. */
 typedef struct {
     zh_coll_fn direct;

@@ -22,12 +22,6 @@ static int zh_sync_barrier(coll_sync_t *s)
 
 /* ---- the steps after the posts ------------------------------------------------------- */
 
-static void zh_count(atomic_uint_fast64_t *v, uint64_t n)
-{
-    atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + n,
-                          memory_order_relaxed);
-}
-
 /* Inline finish: inputs come from the peers' post slots. */
 static void zh_op_inline(zh_comm_t *c, const zh_op_t *op, uint32_t seq, size_t bytes)
 {
@@ -45,8 +39,6 @@ static void zh_op_inline(zh_comm_t *c, const zh_op_t *op, uint32_t seq, size_t b
         }
     }
     atomic_fetch_add_explicit(&c->zc_ops, 1, memory_order_relaxed); /* send/recv count too */
-    /* Only ops count these, and a comm's ops run one at a time (op k after
-     * op k - 1 retired): plain increments, no locked instruction. */
     zh_count(&c->inline_ops, 1);
     zh_count(&c->inline_bytes, bytes);
 }

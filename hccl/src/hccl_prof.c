@@ -132,9 +132,10 @@ void zh_stats_print(zh_comm_t *c)
     uint64_t inl = zh_prof_load(&c->inline_ops);
     /* zc_ops counts every op that ran on activated memory, inline ones too */
     printf("zccl stats: rank %d comm %s: %llu zero-copy ops, %llu inline ops, %llu buffered ops, "
-           "%llu bytes staged\n",
+           "%llu bytes staged; %llu ops finished on the caller's thread\n",
            c->rank, c->name, (unsigned long long)(zc - ZC_MIN(inl, zc)), (unsigned long long)inl,
            (unsigned long long)zh_prof_load(&c->buf_ops),
-           (unsigned long long)zh_prof_load(&c->staged_bytes));
+           (unsigned long long)zh_prof_load(&c->staged_bytes),
+           (unsigned long long)zh_prof_load(&c->caller_ops));
     fflush(stdout);
 }

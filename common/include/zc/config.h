@@ -74,7 +74,8 @@ typedef enum {
       "Print this table with the values in force at first use")                                    \
     X(ZCCL_PRINT_STATS, ZC_CFG_BOOL, print_stats, "false", 0, 1,                                   \
       "At HcclCommDestroy every rank prints 'zccl stats: rank R comm NAME: Z zero-copy ops, "      \
-      "I inline ops, B buffered ops, S bytes staged' on stdout")                                   \
+      "I inline ops, B buffered ops, S bytes staged; C ops finished on the caller's thread' on "   \
+      "stdout")                                                                                    \
     X(ZCCL_SPIN_ITERS, ZC_CFG_UINT, spin_iters, "2000", 0, 100000000,                              \
       "Polls of a shared flag before a waiter sleeps on its futex")                                \
     X(ZCCL_CALLER_MAX, ZC_CFG_UINT, caller_max, "0", 0, 1099511627776ull,                          \
