@@ -129,15 +129,40 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
  * op of each run pays for the state the other kind left, and of the others
  * the fastest counts (one op slowed by foreign traffic does not decide).
  * Streaming stays for the next COLL_TRIAL_EVERY ops of the shape only when
- * it was at least 1/COLL_TRIAL_MARGIN faster; then a new trial. coll_nt_done
- * takes the time after the exit barrier, alike on every rank but for the
- * skew of their starts: at np 2 the ranks' figures agreed to 1 %, at np 4 on
- * 2 cores they spread up to 2x and the ranks may choose apart. That is
- * allowed (each fences its own streaming stores), only slower.
+ * it was at least 1/COLL_TRIAL_MARGIN faster; then a new trial. The first
+ * trial's verdict holds for COLL_TRIAL_FIRST ops only: a program's first
+ * hundred ops still run slower cached (in debug logs of np 2 AllGather
+ * 8 MiB in the benchmark, trials every 40 ops found cached at 801 us in the
+ * first, against streaming's 774, and 420-680 in the six after, against
+ * 730-760).
+ *
+ * A sample runs from the moment the last rank posted the op (a->start_ns,
+ * from the posts' stamps), the same on every rank, to the end of this
+ * rank's exit barrier (coll_nt_done). In debug logs of np 4 AllGather 4 MiB
+ * on 2 cores the four ranks' figures then agree to 1-3 %. The margin is
+ * wider than that: the trial's figures are a few ops early in a stretch,
+ * and in debug logs of np 2 AllGather 8 MiB in the benchmark its cached
+ * ops took 780-1,330 us where the same op forced cached ran 390-480 in the
+ * timed batches. Timed from the rank's own choice instead (still the
+ * start when the posts carry no stamp), a rank the scheduler ran late timed
+ * little more than its own kernel: the figures spread up to 2x, and 3 of 4
+ * ranks found streaming twice as fast where it ran at 60 % of the cached
+ * reference. At np 2 the figures agreed to 1 % either way.
+ *
+ * Every rank publishes its verdict (verdict_out) and, at the first op after
+ * the trial, takes the ranks' majority (verdict_in; a tie is cached), so
+ * the ranks do not choose apart (allowed, as each fences its own streaming
+ * stores, but slower than either kind on every rank). That op's posts come
+ * after every rank's coll_nt_done of the trial's last op, so the verdicts
+ * are there to read, and none changes before every rank has read it (the
+ * next is a trial later): every rank counts the same votes. A verdict for
+ * another shape or trial (slots that went apart, a rank whose samples were
+ * dropped) is not counted; with none counted a rank keeps its own.
  */
 #define COLL_TRIAL_SETTLE 16u
 #define COLL_TRIAL_RUN 4u
 #define COLL_TRIAL_EVERY 1024u
+#define COLL_TRIAL_FIRST 64u
 #define COLL_TRIAL_MARGIN 10u
 
 static coll_trial_t *coll_trial_slot(coll_reuse_t *r, size_t in_bytes, size_t out_bytes)
@@ -156,28 +181,64 @@ static coll_trial_t *coll_trial_slot(coll_reuse_t *r, size_t in_bytes, size_t ou
     return lru;
 }
 
-static int coll_trial_pick(coll_reuse_t *r, size_t in_bytes, size_t out_bytes)
+/* A trial's verdict as published: the shape (a hash), the trial's number
+ * and the kind. */
+static uint64_t coll_trial_verdict(const coll_trial_t *t, int nt)
+{
+    uint64_t shape = t->in_bytes * 0x9e3779b97f4a7c15ull + t->out_bytes * 0xc2b2ae3d27d4eb4full;
+    return (shape >> 32 << 32) | (uint64_t)(t->number & 0x7fffffffu) << 1 | (uint64_t)(nt != 0);
+}
+
+/* The first op after a trial: take the ranks' majority verdict for this
+ * shape and trial. */
+static void coll_trial_adopt(const coll_reuse_t *r, coll_trial_t *t)
+{
+    uint64_t want = coll_trial_verdict(t, 0) >> 1;
+    int votes = 0;
+    int streaming = 0;
+    for (int q = 0; q < r->verdict_ranks; q++) {
+        uint64_t v = atomic_load_explicit(&r->verdict_in[q][t - r->trial], memory_order_acquire);
+        if (v >> 1 == want) {
+            votes++;
+            streaming += (int)(v & 1u);
+        }
+    }
+    if (votes == 0 || (2 * streaming > votes) == t->nt) {
+        return;
+    }
+    t->nt = 2 * streaming > votes;
+    ZC_DEBUG(ZC_SUB_COLL, "store-kind trial %llu/%llu bytes: %s, as %d of %d ranks found",
+             (unsigned long long)t->in_bytes, (unsigned long long)t->out_bytes,
+             t->nt ? "streaming" : "cached", t->nt ? streaming : votes - streaming, votes);
+}
+
+static int coll_trial_pick(coll_reuse_t *r, size_t in_bytes, size_t out_bytes, uint64_t start_ns)
 {
     coll_trial_t *t = coll_trial_slot(r, in_bytes, out_bytes);
     t->used = ++r->trials;
     uint32_t k = t->step; /* ops of the shape so far, settling ones included */
-    uint32_t end = COLL_TRIAL_SETTLE + 2 * COLL_TRIAL_RUN + COLL_TRIAL_EVERY;
+    uint32_t every = t->number <= 1 ? COLL_TRIAL_FIRST : COLL_TRIAL_EVERY;
+    uint32_t end = COLL_TRIAL_SETTLE + 2 * COLL_TRIAL_RUN + every;
     t->step = k + 1 == end ? COLL_TRIAL_SETTLE : k + 1;
     if (k < COLL_TRIAL_SETTLE) {
         return 0;
     }
     uint32_t step = k - COLL_TRIAL_SETTLE; /* within the trial and what follows it */
+    if (step == 2 * COLL_TRIAL_RUN) {
+        coll_trial_adopt(r, t);
+    }
     if (step >= 2 * COLL_TRIAL_RUN) {
         return t->nt;
     }
     if (step == 0) {
         t->best_ns[0] = t->best_ns[1] = UINT64_MAX;
+        t->number++;
     }
     int nt = step >= COLL_TRIAL_RUN;
     if (step % COLL_TRIAL_RUN != 0) {
         r->pend_slot = (int)(t - r->trial) + 1;
         r->pend_step = step;
-        r->pend_t0 = zc_time_ns();
+        r->pend_t0 = start_ns != 0 ? start_ns : zc_time_ns();
     }
     return nt;
 }
@@ -195,6 +256,10 @@ void coll_nt_learn(coll_reuse_t *r, uint64_t ns)
         uint64_t c = t->best_ns[0];
         uint64_t s = t->best_ns[1];
         t->nt = c != UINT64_MAX && s < c - c / COLL_TRIAL_MARGIN;
+        if (r->verdict_out != NULL) {
+            atomic_store_explicit(&r->verdict_out[t - r->trial], coll_trial_verdict(t, t->nt),
+                                  memory_order_release);
+        }
         ZC_DEBUG(ZC_SUB_COLL,
                  "store-kind trial %llu/%llu bytes: cached %llu ns, streaming %llu ns: %s",
                  (unsigned long long)t->in_bytes, (unsigned long long)t->out_bytes,
@@ -205,7 +270,12 @@ void coll_nt_learn(coll_reuse_t *r, uint64_t ns)
 void coll_nt_done(coll_reuse_t *r)
 {
     if (r->pend_slot != 0) {
-        coll_nt_learn(r, zc_time_ns() - r->pend_t0);
+        uint64_t now = zc_time_ns();
+        if (now > r->pend_t0) {
+            coll_nt_learn(r, now - r->pend_t0);
+        } else {
+            r->pend_slot = 0;
+        }
     }
 }
 
@@ -229,7 +299,7 @@ int coll_nt_choose(const coll_args_t *a, size_t in_bytes, size_t out_bytes)
         uint64_t age = coll_reuse_age(r, (uintptr_t)out, (uintptr_t)out + out_bytes, window);
         nt = age > window - data;
         if (!nt && data >= window / 2) {
-            nt = coll_trial_pick(r, in_bytes, out_bytes);
+            nt = coll_trial_pick(r, in_bytes, out_bytes, a->start_ns);
         }
     }
     coll_reuse_note(r, a->in[a->rank], in_bytes, a->out[a->rank], out_bytes, data);

@@ -197,12 +197,20 @@ int zh_ctrl_attach_peers(zh_comm_t *c, const zh_boot_entry_t *table)
             p->pidfd = zh_pidfd_open(p->pid);
         }
     }
+    for (int r = 0; r < c->nranks; r++) {
+        c->verdicts[r] = c->peers[r].ctrl->verdict;
+    }
+    c->reuse.verdict_out = c->ctrl->verdict;
+    c->reuse.verdict_in = c->verdicts;
+    c->reuse.verdict_ranks = c->nranks;
     return ZC_OK;
 }
 
 void zh_ctrl_destroy(zh_comm_t *c)
 {
     size_t sz = ZC_ALIGN_UP(sizeof(zh_ctrl_t), 4096);
+    c->reuse.verdict_out = NULL;
+    c->reuse.verdict_ranks = 0;
     for (int r = 0; r < c->nranks; r++) {
         zh_peer_t *p = &c->peers[r];
         if (r != c->rank && p->ctrl != NULL) {

@@ -50,7 +50,7 @@
 #include "zc/export.h"
 #include "zc/status.h"
 
-#define ZH_CTRL_VERSION 2u
+#define ZH_CTRL_VERSION 3u
 /* Ranks one host's shared-memory machinery serves (a communicator's ranks on
  * one host), and ranks a communicator may have across hosts. */
 #define ZH_MAX_RANKS 64
@@ -100,6 +100,7 @@ typedef struct {
     uint64_t recv_va;
     uint64_t send_bytes; /* extent of the send buffer this op touches */
     uint64_t recv_bytes;
+    uint64_t posted_ns; /* when a large op was posted (CLOCK_MONOTONIC); 0: not stamped */
     uint64_t v[ZH_V_ARRAYS][ZH_MAX_RANKS]; /* the V collectives' arrays (ZH_V_*) */
 } zh_desc_t;
 
@@ -206,6 +207,9 @@ typedef struct {
     /* control-plane agreement (symmetric windows): values every rank
      * publishes between two ctrl barriers */
     uint64_t agree[4];
+    /* store-kind trial verdicts, by trial slot (coll_reuse_t.verdict_out):
+     * every rank takes the majority */
+    _Atomic uint64_t verdict[COLL_TRIAL_SLOTS];
 } zh_ctrl_t;
 
 /* One peer as this rank sees it. */
@@ -255,6 +259,7 @@ typedef struct zh_comm {
     uint64_t caller_max; /* largest buffer of an op the caller's thread may run whole */
     coll_tuning_t tune;
     coll_reuse_t reuse; /* recent large direct ops, for their store kind; the op's thread */
+    const _Atomic uint64_t *verdicts[ZH_MAX_RANKS]; /* every rank's ctrl->verdict (reuse) */
 
     int ctrl_fd;
     uint64_t ctrl_token;

@@ -104,6 +104,20 @@ static int zh_op_exit(zh_comm_t *c, int result)
     return result != ZC_OK ? result : st;
 }
 
+/* When the last rank posted the op: the latest of the posts' stamps, 0 when
+ * one has none. */
+static uint64_t zh_op_start(const zh_desc_t *const *d, int nranks)
+{
+    uint64_t start = 0;
+    for (int q = 0; q < nranks; q++) {
+        if (d[q]->posted_ns == 0) {
+            return 0;
+        }
+        start = d[q]->posted_ns > start ? d[q]->posted_ns : start;
+    }
+    return start;
+}
+
 /* Run the algorithm on user buffers (zero-copy) or CCL buffers, then exit. */
 static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const zh_post_t **p,
                            int zc)
@@ -144,6 +158,7 @@ static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const 
         .staged_bytes = &staged,
         .tune = &c->tune,
         .reuse = &c->reuse,
+        .start_ns = zh_op_start(d, c->nranks),
     };
     int result = zc ? zh_op_direct(c, op, d, &a, in, out) : zh_op_staged(c, op, &a, ccl);
     result = zh_op_exit(c, result);

@@ -42,6 +42,7 @@
 #ifndef COLL_COLL_H
 #define COLL_COLL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -141,6 +142,7 @@ typedef struct {
     uint64_t best_ns[2];          /* fastest timed op of each kind this trial */
     uint32_t step;                /* ops of this shape since the trial began */
     uint32_t used;                /* coll_reuse_t.trials when last used */
+    uint32_t number;              /* trials of this shape begun, 1 for the first */
     int nt;                       /* the kind the last trial chose */
 } coll_trial_t;
 
@@ -154,6 +156,14 @@ typedef struct {
     int pend_slot;      /* its trial slot + 1; 0: none */
     uint32_t pend_step; /* its step in the trial (the kind follows from it) */
     uint64_t pend_t0;
+    /* Verdicts shared between the ranks (coll_nt.c), by trial slot: this
+     * rank publishes its own in verdict_out, and the ranks' majority is
+     * taken from verdict_in[0 .. verdict_ranks - 1] (every rank's
+     * verdict_out, this one's included). NULL / 0: none published or taken
+     * (each rank keeps the verdict of its own timings). */
+    _Atomic uint64_t *verdict_out;
+    const _Atomic uint64_t *const *verdict_in;
+    int verdict_ranks;
 } coll_reuse_t;
 
 /** The communicator's last op is done on every rank (after its exit
@@ -195,6 +205,7 @@ typedef struct {
     uint64_t *staged_bytes;    /* += bytes copied into CCL buffers (may be NULL) */
     const coll_tuning_t *tune; /* NULL: oneshot_max 16 KiB, nt_min 4 MiB */
     coll_reuse_t *reuse;       /* the communicator's history (NULL: size rule only) */
+    uint64_t start_ns;         /* when the last rank posted the op (CLOCK_MONOTONIC); 0: unknown */
 } coll_args_t;
 
 /* Each collective has a direct and a staged variant with the same meaning as

@@ -7,13 +7,22 @@
  */
 #include "test_coll_harness.h"
 
+#include "zc/sync.h"
+
 #define MIB ((size_t)1 << 20)
 
 /* Fake buffers: the choice looks at addresses only, never at the bytes. */
 #define NT_BUF(i) ((char *)(uintptr_t)(((uintptr_t)(i) + 1) << 32))
 
+/* Ops a trial's verdict holds: the first trial's, and any later one's. */
+#define NT_FIRST 64
+#define NT_EVERY 1024
+
 /* nt_min 8 MiB: the window is 16 MiB of op data. */
 static const coll_tuning_t nt_tune = {16384, 8u << 20};
+
+/* The ops' common start (coll_args_t.start_ns) that nt_pick passes. */
+static uint64_t nt_start_ns;
 
 /* The choice of rank 0 of np for an op reading in and writing out (this
  * rank's ranges) of in_bytes and out_bytes. */
@@ -29,6 +38,7 @@ static int nt_pick(coll_reuse_t *r, int np, const void *in, size_t in_bytes, voi
     a.out = outs;
     a.tune = &nt_tune;
     a.reuse = r;
+    a.start_ns = nt_start_ns;
     return coll_nt_choose(&a, in_bytes, out_bytes);
 }
 
@@ -121,22 +131,21 @@ static void test_rotation_streams(void **state)
     assert_int_equal(nt_ar(&r, 2, 1000, MIB), 0);
 }
 
-/* One trial of the shape nt_ar(r, 2, 0, 3 MiB), 12 MiB of data: 4 ops
- * cached, then 4 streaming, the first of each untimed; the others get ns[]
- * (cached, then streaming). Returns the kind the trial chose, as the next op
- * takes it. */
-static int nt_trial(coll_reuse_t *r, const uint64_t ns[2])
+/* The ops of one trial of the shape nt_ar(r, 2, 0, size), 4 x size of data:
+ * 4 ops cached, then 4 streaming, the first of each untimed; the others get
+ * ns[] (cached, then streaming). */
+static void nt_trial_ops(coll_reuse_t *r, const uint64_t ns[2], size_t size)
 {
     if (r->trials == 0) {
         /* a new shape first runs 16 ops the model's way, untimed: the first
            ops of a program pay for page faults and a cold cache */
         for (int i = 0; i < 16; i++) {
-            assert_int_equal(nt_ar(r, 2, 0, 3 * MIB), 0);
+            assert_int_equal(nt_ar(r, 2, 0, size), 0);
             assert_int_equal(r->pend_slot, 0);
         }
     }
     for (int i = 0; i < 8; i++) {
-        assert_int_equal(nt_ar(r, 2, 0, 3 * MIB), i >= 4);
+        assert_int_equal(nt_ar(r, 2, 0, size), i >= 4);
         if (i % 4 == 0) {
             assert_int_equal(r->pend_slot, 0);
         } else {
@@ -146,9 +155,21 @@ static int nt_trial(coll_reuse_t *r, const uint64_t ns[2])
             assert_int_equal(r->pend_slot, 0);
         }
     }
-    int nt = nt_ar(r, 2, 0, 3 * MIB);
+}
+
+/* The next op's kind, the first after a trial. */
+static int nt_after_trial(coll_reuse_t *r, size_t size)
+{
+    int nt = nt_ar(r, 2, 0, size);
     assert_int_equal(r->pend_slot, 0);
     return nt;
+}
+
+/* One trial of the 3 MiB shape: the kind it chose, as the next op takes it. */
+static int nt_trial(coll_reuse_t *r, const uint64_t ns[2])
+{
+    nt_trial_ops(r, ns, 3 * MIB);
+    return nt_after_trial(r, 3 * MIB);
 }
 
 static void test_trial(void **state)
@@ -156,17 +177,21 @@ static void test_trial(void **state)
     (void)state;
     coll_reuse_t r;
     memset(&r, 0, sizeof(r));
-    /* Streaming 20 % faster: it stays for the next 1,024 ops, then a new trial
-       (cached first again). */
+    /* Streaming 20 % faster: the first trial's verdict stays for the next 64
+       ops, then a new trial (cached first again); a later one's for 1,024. */
     const uint64_t stream_wins[2] = {1000, 800};
     assert_int_equal(nt_trial(&r, stream_wins), 1);
-    for (int i = 1; i < 1024; i++) {
+    for (int i = 1; i < NT_FIRST; i++) {
+        assert_int_equal(nt_ar(&r, 2, 0, 3 * MIB), 1);
+    }
+    assert_int_equal(nt_trial(&r, stream_wins), 1);
+    for (int i = 1; i < NT_EVERY; i++) {
         assert_int_equal(nt_ar(&r, 2, 0, 3 * MIB), 1);
     }
     /* Streaming only 5 % faster: not enough, cached. */
     const uint64_t close[2] = {1000, 950};
     assert_int_equal(nt_trial(&r, close), 0);
-    for (int i = 1; i < 1024; i++) {
+    for (int i = 1; i < NT_EVERY; i++) {
         assert_int_equal(nt_ar(&r, 2, 0, 3 * MIB), 0);
     }
     /* Cached faster: cached. */
@@ -205,6 +230,109 @@ static void test_trial(void **state)
     /* A sample nobody reported done is dropped by the next op. */
     (void)nt_ar(&r, 2, 0, MIB / 4);
     assert_int_equal(r.pend_slot, 0);
+}
+
+/* A sample runs from the op's common start (the last rank's post) when the
+ * op has one, to coll_nt_done; a start the clock has not reached is no
+ * sample. */
+static void test_trial_start(void **state)
+{
+    (void)state;
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    for (int i = 0; i < 16 + 1; i++) { /* settling ops, then the untimed step 0 */
+        (void)nt_ar(&r, 2, 0, 3 * MIB);
+    }
+    nt_start_ns = zc_time_ns() - 5000000; /* posted 5 ms ago */
+    (void)nt_ar(&r, 2, 0, 3 * MIB);
+    int slot = r.pend_slot;
+    assert_int_not_equal(slot, 0);
+    coll_nt_done(&r);
+    uint64_t best = r.trial[slot - 1].best_ns[0];
+    assert_true(best >= 5000000 && best < 5000000000ull);
+    nt_start_ns = zc_time_ns() + 1000000000; /* not reached: dropped */
+    (void)nt_ar(&r, 2, 0, 3 * MIB);
+    assert_int_not_equal(r.pend_slot, 0);
+    coll_nt_done(&r);
+    assert_int_equal(r.pend_slot, 0);
+    assert_true(r.trial[slot - 1].best_ns[0] == best);
+    nt_start_ns = 0;
+}
+
+#define NT_VOTERS 4
+
+static coll_reuse_t nt_rank[NT_VOTERS];
+static _Atomic uint64_t nt_pub[NT_VOTERS + 1][COLL_TRIAL_SLOTS];
+static const _Atomic uint64_t *nt_pubs[NT_VOTERS + 1];
+
+/* n ranks that publish their verdicts and count every rank's (nt_pubs[0 ..
+ * n - 1]), plus extra foreign arrays counted after them. */
+static void nt_voters(int n, int extra)
+{
+    memset(nt_rank, 0, sizeof(nt_rank));
+    memset(nt_pub, 0, sizeof(nt_pub));
+    for (int k = 0; k <= NT_VOTERS; k++) {
+        nt_pubs[k] = nt_pub[k];
+    }
+    for (int k = 0; k < n; k++) {
+        nt_rank[k].verdict_out = nt_pub[k];
+        nt_rank[k].verdict_in = nt_pubs;
+        nt_rank[k].verdict_ranks = n + extra;
+    }
+}
+
+/* Every rank takes the majority of the ranks' verdicts for the same shape
+ * and trial (a tie is cached); others are not counted. */
+static void test_shared_verdict(void **state)
+{
+    (void)state;
+    const uint64_t stream_wins[2] = {1000, 800};
+    const uint64_t cached_wins[2] = {500, 1000};
+    /* 3 of 4 ranks found streaming faster: every rank streams */
+    nt_voters(4, 0);
+    for (int k = 0; k < 4; k++) {
+        nt_trial_ops(&nt_rank[k], k == 2 ? cached_wins : stream_wins, 3 * MIB);
+    }
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(nt_after_trial(&nt_rank[k], 3 * MIB), 1);
+        assert_int_equal(nt_ar(&nt_rank[k], 2, 0, 3 * MIB), 1);
+    }
+    /* each rank still publishes its own */
+    assert_int_equal(atomic_load(&nt_pub[2][0]) & 1u, 0);
+    assert_int_equal(atomic_load(&nt_pub[3][0]) & 1u, 1);
+    /* 2 of 4: a tie, cached on every rank */
+    nt_voters(4, 0);
+    for (int k = 0; k < 4; k++) {
+        nt_trial_ops(&nt_rank[k], k < 2 ? stream_wins : cached_wins, 3 * MIB);
+    }
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(nt_after_trial(&nt_rank[k], 3 * MIB), 0);
+    }
+    /* verdicts for another shape in the slot are not counted: 0 of 1, where
+       counting them would make it 2 of 3 */
+    nt_voters(1, 2);
+    for (int k = 1; k <= 2; k++) {
+        coll_reuse_t other;
+        memset(&other, 0, sizeof(other));
+        other.verdict_out = nt_pub[k];
+        nt_trial_ops(&other, stream_wins, 5 * MIB / 2);
+        assert_int_equal(atomic_load(&nt_pub[k][0]) & 1u, 1);
+    }
+    nt_trial_ops(&nt_rank[0], cached_wins, 3 * MIB);
+    assert_int_equal(nt_after_trial(&nt_rank[0], 3 * MIB), 0);
+    /* nor those of an earlier trial: ranks 1 and 2 of 3 have not had their
+       second */
+    nt_voters(3, 0);
+    for (int k = 0; k < 3; k++) {
+        nt_trial_ops(&nt_rank[k], stream_wins, 3 * MIB);
+    }
+    assert_int_equal(nt_after_trial(&nt_rank[0], 3 * MIB), 1);
+    for (int i = 1; i < NT_FIRST; i++) {
+        (void)nt_ar(&nt_rank[0], 2, 0, 3 * MIB);
+    }
+    /* trial 2 on rank 0 finds cached: its vote alone counts */
+    nt_trial_ops(&nt_rank[0], cached_wins, 3 * MIB);
+    assert_int_equal(nt_after_trial(&nt_rank[0], 3 * MIB), 0);
 }
 
 static void test_overlap_counts(void **state)
@@ -250,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_size_rule),         cmocka_unit_test(test_reused_stays_cached),
         cmocka_unit_test(test_rotation_streams),  cmocka_unit_test(test_overlap_counts),
         cmocka_unit_test(test_exact_either_kind), cmocka_unit_test(test_trial),
+        cmocka_unit_test(test_trial_start),       cmocka_unit_test(test_shared_verdict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
