@@ -205,7 +205,9 @@ int coll_use_nt_op(const coll_args_t *a, size_t in_bytes, size_t out_bytes)
     if (nt_min == 0 || per_rank < in_bytes) {
         return nt_min != 0;
     }
-    return per_rank > 2 * nt_min / (size_t)a->nranks;
+    /* data >= 2 x nt_min, as per_rank >= its ceiling share (no overflow) */
+    size_t n = (size_t)a->nranks;
+    return per_rank >= 2 * (nt_min / n) + (2 * (nt_min % n) + n - 1) / n;
 }
 
 size_t coll_oneshot_max(const coll_args_t *a)

@@ -21,15 +21,14 @@
  * Each communicator keeps the ranges of its recent large direct ops
  * (coll_reuse_t) on a clock counting those bytes, and an op of D bytes of
  * data streams when
- *  - D > W: it cannot stay cached whatever came before (the size rule,
- *    coll_use_nt_op; an op of exactly W, such as np 2 AllReduce 8 MiB on
- *    the 32 MiB machine, is left to the trial below), or
+ *  - D >= W: it cannot stay cached whatever came before (the size rule,
+ *    coll_use_nt_op), or
  *  - its output range (this rank's) was last touched by an op that ended
  *    more than W - D bytes of op data ago, or by no op within the last W
  *    bytes of a history that reaches that far back: in either case other
  *    data has pushed it out since.
  * An output the history cannot place (the first ops of a communicator)
- * follows the size rule: cached up to W. Every rank sees the same sequence
+ * follows the size rule: cached below W. Every rank sees the same sequence
  * of ops, so all ranks choose alike (they need not: each rank fences its own
  * streaming stores before the next barrier, and the bits are the same).
  * Where the model says cached but D is at least W/2, a timed trial of both
@@ -116,12 +115,13 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
 }
 
 /*
- * The trial. Between W/2 and W of data the model keeps an op cached, and it
- * is right only while the rest of the host leaves this program most of the
- * cache: with D = W, np 4 AllReduce 4 MiB reused took 426 us cached against
- * 921 streaming in one run and 960 against 654 in another (other tenants of
- * the host's cache, a cyclic access just past the free capacity). So an op
- * shape in that band, which the model keeps cached, runs
+ * The trial. From W/2 to just under W of data the model keeps an op
+ * cached, and it is right only while the rest of the host leaves this
+ * program most of the cache (at D = W, before the size rule streamed it, np
+ * 4 AllReduce 4 MiB reused took 426 us cached against 921 streaming in one
+ * run and 960 against 654 in another: other tenants of the host's cache, a
+ * cyclic access just past the free capacity). So an op shape in that band,
+ * which the model keeps cached, runs
  * COLL_TRIAL_RUN ops of each kind, cached first, after its first
  * COLL_TRIAL_SETTLE ops (the model's way: a program's first ops pay page
  * faults and a cold cache, and a trial there picked streaming for np 2

@@ -53,11 +53,14 @@ static void test_size_rule(void **state)
     (void)state;
     coll_reuse_t r;
     memset(&r, 0, sizeof(r));
-    /* Without a history: the size rule, over 16 MiB of data over all ranks. */
-    assert_int_equal(nt_ar(NULL, 2, 0, 4 * MIB), 0);
-    assert_int_equal(nt_ar(NULL, 2, 0, 4 * MIB + 64), 1);
-    assert_int_equal(nt_ar(NULL, 4, 0, 2 * MIB), 0);
-    assert_int_equal(nt_ar(NULL, 4, 0, 2 * MIB + 64), 1);
+    /* Without a history: the size rule, from 16 MiB of data over all ranks. */
+    assert_int_equal(nt_ar(NULL, 2, 0, 4 * MIB - 64), 0);
+    assert_int_equal(nt_ar(NULL, 2, 0, 4 * MIB), 1);
+    assert_int_equal(nt_ar(NULL, 4, 0, 2 * MIB - 64), 0);
+    assert_int_equal(nt_ar(NULL, 4, 0, 2 * MIB), 1);
+    /* 3 ranks: the share of 16 MiB rounds up (5,592,406 bytes per rank). */
+    assert_int_equal(nt_pick(NULL, 3, NT_BUF(0), 2796202, NT_BUF(1), 2796203), 0);
+    assert_int_equal(nt_pick(NULL, 3, NT_BUF(0), 2796203, NT_BUF(1), 2796203), 1);
     /* Below 256 KiB of data: cached, and not even noted. */
     assert_int_equal(nt_ar(&r, 2, 0, 32 << 10), 0);
     assert_int_equal(r.clock, 0);
