@@ -203,10 +203,11 @@ static void coll_trial_adopt(const coll_reuse_t *r, coll_trial_t *t)
             streaming += (int)(v & 1u);
         }
     }
-    if (votes == 0 || (2 * streaming > votes) == t->nt) {
+    int nt = 2 * streaming > votes;
+    if (votes == 0 || nt == t->nt) {
         return;
     }
-    t->nt = 2 * streaming > votes;
+    t->nt = nt;
     ZC_DEBUG(ZC_SUB_COLL, "store-kind trial %llu/%llu bytes: %s, as %d of %d ranks found",
              (unsigned long long)t->in_bytes, (unsigned long long)t->out_bytes,
              t->nt ? "streaming" : "cached", t->nt ? streaming : votes - streaming, votes);

@@ -105,8 +105,6 @@ static int zh_hier_local_make(zh_comm_t *c, zh_hier_t *h, const zh_boot_entry_t 
     c->ctrl = NULL;
     c->ctrl_fd = -1;
     c->ctrl_token = 0;
-    c->reuse.verdict_out = NULL; /* the segment is the local comm's now */
-    c->reuse.verdict_ranks = 0;
     /* The segments keep the global rank they were made with (peers may map
      * them before their owner gets here); the check at attach expects it. */
     l->ctrl_ranks = &lv->members[lv->first[lv->group]];

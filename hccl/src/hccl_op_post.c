@@ -10,7 +10,9 @@
 #include "zc/sync.h"
 
 /* Bytes (send + receive, this rank) from which a post is stamped with the
- * time: a trial's op holds at least W/2 of data over all ranks, 1 MiB and up. */
+ * time. A trial's op holds at least W/2 of data over all ranks, 1 MiB and
+ * up: up to 4 ranks each rank's share is stamped; with more ranks a smaller
+ * share is not, and its samples start at each rank's own choice. */
 #define ZH_STAMP_MIN ((uint64_t)256 << 10)
 
 const zh_op_info_t zh_ops[ZH_OP_MAX] = {
