@@ -55,11 +55,11 @@ for np in $NPS; do
 done
 
 # Resident memory over 100,000 small zero-copy ops (the footer's "Resident
-# memory" line), measured after a warm-up of as many: with a warm-up of 10 the
-# timed batch grew by 8 kB, which an smaps diff put in the stream worker's
-# stack (two pages, touched the first time the worker finishes an op rather
-# than the caller's thread; later batches +0), a first-use cost and not a
-# per-op one. Open MPI's shared memory (its transport's segments, which the
+# memory" line), measured after a warm-up of as many, so first-use costs
+# (code pages, the control segment's lines) come before it. The stream
+# worker's stack is touched when the worker starts (vmm_stream_worker.c):
+# an smaps diff had put an 8 kB step in it, in the first batch whose op the
+# worker rather than the caller's thread finished. Open MPI's shared memory (its transport's segments, which the
 # batch's barrier and agreed time touch) is left out of the figure and shown
 # beside it.
 echo "== all_reduce_perf np 2, 100,000 ops of 8 B after 100,000 warm-up ops, resident memory"

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -451,6 +452,43 @@ static void test_finalize_drains_default(void **state)
     assert_int_equal(aclrtResetDevice(0), ACL_SUCCESS);
 }
 
+/* Pages of the worker's stack below a shallow task's frame: how many of the
+ * 4 kB pages from 8 kB to 24 kB below it are resident (the worker touched
+ * 32 kB of its stack when it started, so none faults in a deep task). */
+static atomic_int stack_resident = -1;
+static atomic_int stack_on_worker;
+
+static int task_stack_probe(void *arg)
+{
+    pthread_t caller = *(pthread_t *)arg;
+    atomic_store(&stack_on_worker, !pthread_equal(pthread_self(), caller));
+    volatile char here = 0;
+    uintptr_t page = ((uintptr_t)&here & ~(uintptr_t)4095) - (8u << 10);
+    unsigned char vec[4];
+    int rc = mincore((void *)(page - (12u << 10)), 16u << 10, vec);
+    int n = 0;
+    for (int i = 0; rc == 0 && i < 4; i++) {
+        n += vec[i] & 1;
+    }
+    atomic_store(&stack_resident, rc == 0 ? n : -1);
+    return here;
+}
+
+static void test_worker_stack_resident(void **state)
+{
+    (void)state;
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    aclrtStream s;
+    assert_int_equal(aclrtCreateStream(&s), ACL_SUCCESS);
+    pthread_t me = pthread_self();
+    assert_int_equal(zccl_stream_enqueue(s, task_stack_probe, &me, NULL), ACL_SUCCESS);
+    assert_int_equal(aclrtSynchronizeStream(s), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&stack_on_worker), 1);
+    assert_int_equal(atomic_load(&stack_resident), 4);
+    assert_int_equal(aclrtDestroyStream(s), ACL_SUCCESS);
+    assert_int_equal(aclrtResetDevice(0), ACL_SUCCESS);
+}
+
 int main(void)
 {
     zt_lg_open("stream");
@@ -467,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_producers),
         cmocka_unit_test(test_fork_child_has_no_streams),
         cmocka_unit_test(test_finalize_drains_default),
+        cmocka_unit_test(test_worker_stack_resident),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     zt_lg_close();
