@@ -177,9 +177,9 @@ void vmm_stream_help(vmm_stream_t *s, uint64_t target)
     }
 }
 
-/* The stack a worker's deepest task reaches: an op's algorithm with its
- * L1-sized reduce block measured 12 kB in a sweep of AllReduce to 16 MiB;
- * twice that for margin. */
+/* The stack a worker touches: at most 12 kB resident per thread (smaps)
+ * after a sweep of AllReduce to 16 MiB, whose algorithms keep an 8 kB
+ * reduce block on the stack; 32 kB leaves more than twice that. */
 #define VMM_STACK_PREFAULT (32u << 10)
 
 /* Touch the stack the worker's tasks will use, page by page, before the
