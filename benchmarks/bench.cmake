@@ -11,15 +11,8 @@ target_include_directories(zccl_bench PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_definitions(zccl_bench PRIVATE ZCCL_BENCH_VERSION="${PROJECT_VERSION}")
 # The reference's kernels are the limit the tables hold zccl to: optimise
 # them like a kernel.
-# Loops on 64-byte lines, as zccl's kernels (collectives/CMakeLists.txt): the
-# reference must not win or lose by where the linker put a loop.
-include(CheckCCompilerFlag)
-check_c_compiler_flag(-falign-loops=64 ZCCL_HAVE_ALIGN_LOOPS)
-if(ZCCL_HAVE_ALIGN_LOOPS)
-  set_source_files_properties(bench_ref_kern.c PROPERTIES COMPILE_OPTIONS "-O3;-falign-loops=64")
-else()
-  set_source_files_properties(bench_ref_kern.c PROPERTIES COMPILE_OPTIONS -O3)
-endif()
+# Loops on 64-byte lines, as zccl's kernels (ZCCL_LOOP_ALIGN).
+set_source_files_properties(bench_ref_kern.c PROPERTIES COMPILE_OPTIONS "-O3;${ZCCL_LOOP_ALIGN}")
 # zccl_common: the last-level cache size (zc/llc.h), read as the library reads it.
 target_link_libraries(zccl_bench PUBLIC hccl ascendcl MPI::MPI_C m PRIVATE zccl_hccl_internal
                       zccl_common)

@@ -59,9 +59,9 @@ done
 # (code pages, the control segment's lines) come before it. The stream
 # worker's stack is touched when the worker starts (vmm_stream_worker.c):
 # an smaps diff had put an 8 kB step in it, in the first batch whose op the
-# worker rather than the caller's thread finished. Open MPI's shared memory (its transport's segments, which the
-# batch's barrier and agreed time touch) is left out of the figure and shown
-# beside it.
+# worker rather than the caller's thread finished. Open MPI's shared memory
+# (its transport's segments, which the batch's barrier and agreed time touch)
+# is left out of the figure and shown beside it.
 echo "== all_reduce_perf np 2, 100,000 ops of 8 B after 100,000 warm-up ops, resident memory"
 "${MPIRUN[@]}" -np 2 "$BUILD/benchmarks/all_reduce_perf" -b 8 -e 8 -n 100000 -w 100000 -c 1 \
     -z 1 --rss | tee "$OUT/rss_np2.txt"
