@@ -12,11 +12,16 @@
  *    32 KiB to every output before the next, so in[r] is read from memory
  *    once: (n + 1) x S bytes of traffic per rank against pull's 2n x S.
  *    With buffers out of the cache that is up to 30 % faster from 512 KiB
- *    to 4 MiB at np 2; reused, the two are level there (docs/NOTES.md).
- *    Only rank r writes slot r of any output; the caller's exit barrier
- *    orders the writes before any rank returns. The choice depends only on
- *    the size, so every rank makes the same one (a pulling rank beside a
- *    pushing one would leave slots unwritten).
+ *    to 4 MiB at np 2 (docs/NOTES.md). Only rank r writes slot r of any
+ *    output; the caller's exit barrier orders the writes before any rank
+ *    returns.
+ *  - pull again from 1 MiB when every rank asked to (a->pull): each rank's
+ *    post says whether its history expects its output cached, and the
+ *    host has a core per rank (hccl_op_post.c). Reused at np 2, pulling ran
+ *    at 96-100 % of the reference's pull at 1-4 MiB, pushing at 90-97 %.
+ * Every rank makes the same choice: it depends on the size and the posts,
+ * which every rank reads alike (a pulling rank beside a pushing one would
+ * leave slots unwritten).
  * Each picks cached or streaming stores by where the output probably is (coll_nt.c).
  * In place (in[r] == slot r of out[r]) the own copy is a no-op and peers read in[r] while
  * nobody writes it: safe with no barrier. An in[r] that overlaps out[r] any other way would be
@@ -46,6 +51,9 @@
 /* Output bytes per rank from which the direct path pushes (every rank
  * computes the same answer from the op's count, dtype and nranks). */
 #define COLL_AG_PUSH_MIN ((size_t)512 << 10)
+/* Output bytes per rank from which the direct path pulls after all when every
+ * rank asked to (coll_args_t.pull: outputs probably cached). */
+#define COLL_AG_PULL_MIN ((size_t)1 << 20)
 /* Bytes of my block pushed to every output before the next: read from
  * memory once, it stays in L1 for the other n - 1 copies. */
 #define COLL_AG_PUSH_CHUNK ((size_t)32 << 10)
@@ -89,7 +97,7 @@ int coll_allgather_direct(const coll_args_t *a)
     }
     int any, me;
     ZC_CHECK(coll_blocks_conflicts(a, bytes, total, COLL_INPLACE_IN_SLOT, what, bytes, &any, &me));
-    if (!any && total >= COLL_AG_PUSH_MIN) {
+    if (!any && total >= COLL_AG_PUSH_MIN && !(a->pull && total >= COLL_AG_PULL_MIN)) {
         coll_ag_push(a, bytes);
         return ZC_OK;
     }

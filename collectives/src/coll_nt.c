@@ -280,29 +280,65 @@ void coll_nt_done(coll_reuse_t *r)
     }
 }
 
-int coll_nt_choose(const coll_args_t *a, size_t in_bytes, size_t out_bytes)
+/* The model's answer for an op whose every rank reads in_bytes and writes
+ * out_bytes, this rank's output at out: -1 when the history does not apply
+ * (no history, the size rule alone: *nt says it), else 0 / 1 in *nt, with
+ * *trial set when the op is in the trial's band and the model says cached.
+ * Changes nothing. */
+static int coll_nt_model(const coll_args_t *a, size_t in_bytes, size_t out_bytes, const void *out,
+                         int *nt, int *trial)
 {
-    int nt = coll_use_nt_op(a, in_bytes, out_bytes);
+    *nt = coll_use_nt_op(a, in_bytes, out_bytes);
+    *trial = 0;
     size_t nt_min = a->tune != NULL ? a->tune->nt_min : COLL_DEFAULT_NT_MIN;
     size_t per_rank = in_bytes + out_bytes;
     size_t data = per_rank * (size_t)a->nranks;
-    coll_reuse_t *r = a->reuse;
-    if (r == NULL || nt_min == 0 || per_rank < in_bytes || data / (size_t)a->nranks != per_rank) {
-        return nt;
+    if (a->reuse == NULL || nt_min == 0 || per_rank < in_bytes ||
+        data / (size_t)a->nranks != per_rank) {
+        return -1;
     }
     if (data < COLL_NT_MIN_DATA) {
+        *nt = 0;
         return 0;
     }
-    r->pend_slot = 0; /* a sample nobody reported done is dropped */
-    if (!nt) {
+    if (!*nt) {
         uint64_t window = 2 * (uint64_t)nt_min;
-        const char *out = a->out[a->rank];
-        uint64_t age = coll_reuse_age(r, (uintptr_t)out, (uintptr_t)out + out_bytes, window);
-        nt = age > window - data;
-        if (!nt && data >= window / 2) {
-            nt = coll_trial_pick(r, in_bytes, out_bytes, a->start_ns);
-        }
+        uint64_t age = coll_reuse_age(a->reuse, (uintptr_t)out, (uintptr_t)out + out_bytes, window);
+        *nt = age > window - data;
+        *trial = !*nt && data >= window / 2;
+    }
+    return 1;
+}
+
+int coll_nt_choose(const coll_args_t *a, size_t in_bytes, size_t out_bytes)
+{
+    int nt, trial;
+    int model = coll_nt_model(a, in_bytes, out_bytes, a->out[a->rank], &nt, &trial);
+    if (model <= 0) {
+        return nt;
+    }
+    coll_reuse_t *r = a->reuse;
+    size_t data = (in_bytes + out_bytes) * (size_t)a->nranks;
+    r->pend_slot = 0; /* a sample nobody reported done is dropped */
+    if (trial) {
+        nt = coll_trial_pick(r, in_bytes, out_bytes, a->start_ns);
     }
     coll_reuse_note(r, a->in[a->rank], in_bytes, a->out[a->rank], out_bytes, data);
+    return nt;
+}
+
+int coll_nt_expect(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks, size_t in_bytes,
+                   size_t out_bytes, const void *out)
+{
+    /* the model reads a->reuse, a->tune and a->nranks only */
+    coll_args_t a = {.nranks = nranks, .tune = tune, .reuse = (coll_reuse_t *)(uintptr_t)r};
+    int nt, trial;
+    coll_nt_model(&a, in_bytes, out_bytes, out, &nt, &trial);
+    for (int k = 0; trial && k < COLL_TRIAL_SLOTS; k++) {
+        const coll_trial_t *t = &r->trial[k];
+        if (t->in_bytes == in_bytes && t->out_bytes == out_bytes) {
+            return t->nt; /* the last trial's verdict (cached before the first) */
+        }
+    }
     return nt;
 }

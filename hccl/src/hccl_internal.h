@@ -101,6 +101,7 @@ typedef struct {
     uint64_t send_bytes; /* extent of the send buffer this op touches */
     uint64_t recv_bytes;
     uint64_t posted_ns; /* when a large op was posted (CLOCK_MONOTONIC); 0: not stamped */
+    uint64_t pull;      /* AllGather: 1 when I would rather pull (zh_op_post) */
     uint64_t v[ZH_V_ARRAYS][ZH_MAX_RANKS]; /* the V collectives' arrays (ZH_V_*) */
 } zh_desc_t;
 
@@ -257,6 +258,7 @@ typedef struct zh_comm {
     uint64_t exec_timeout_ns; /* 0 = never */
     uint32_t spin_iters;
     uint64_t caller_max; /* largest buffer of an op the caller's thread may run whole */
+    int core_each;       /* this host has a core for each rank */
     coll_tuning_t tune;
     coll_reuse_t reuse; /* recent large direct ops, for their store kind; the op's thread */
     const _Atomic uint64_t *verdicts[ZH_MAX_RANKS]; /* every rank's ctrl->verdict (reuse) */

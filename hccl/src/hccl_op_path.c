@@ -118,6 +118,17 @@ static uint64_t zh_op_start(const zh_desc_t *const *d, int nranks)
     return start;
 }
 
+/* Did every rank's post ask to pull? The same answer on every rank. */
+static int zh_op_pull(const zh_desc_t *const *d, int nranks)
+{
+    for (int q = 0; q < nranks; q++) {
+        if (d[q]->pull != 1) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Run the algorithm on user buffers (zero-copy) or CCL buffers, then exit. */
 static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const zh_post_t **p,
                            int zc)
@@ -159,6 +170,7 @@ static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const 
         .tune = &c->tune,
         .reuse = &c->reuse,
         .start_ns = zh_op_start(d, c->nranks),
+        .pull = zh_op_pull(d, c->nranks),
     };
     int result = zc ? zh_op_direct(c, op, d, &a, in, out) : zh_op_staged(c, op, &a, ccl);
     result = zh_op_exit(c, result);

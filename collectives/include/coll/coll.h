@@ -171,6 +171,14 @@ typedef struct {
  *  (coll_nt.c), it takes its time. Cheap otherwise; call after every op. */
 void coll_nt_done(coll_reuse_t *r);
 
+/** Does the store-kind model (coll_nt.c) expect streaming stores for an op
+ *  whose every rank reads in_bytes and writes out_bytes, this rank's output
+ *  at out, as the next op of r? The last trial's verdict for the shape in
+ *  the trial's band. Changes nothing: for the op's post, before it runs
+ *  (AllGather's form, coll_allgather.c). */
+int coll_nt_expect(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks, size_t in_bytes,
+                   size_t out_bytes, const void *out);
+
 typedef struct {
     int rank;
     int nranks;
@@ -206,6 +214,9 @@ typedef struct {
     const coll_tuning_t *tune; /* NULL: oneshot_max 16 KiB, nt_min 4 MiB */
     coll_reuse_t *reuse;       /* the communicator's history (NULL: size rule only) */
     uint64_t start_ns;         /* when the last rank posted the op (CLOCK_MONOTONIC); 0: unknown */
+    /* AllGather: every rank asked to pull, its output probably cached
+     * (coll_nt_expect); must be the same on every rank */
+    int pull;
 } coll_args_t;
 
 /* Each collective has a direct and a staged variant with the same meaning as

@@ -106,9 +106,10 @@ static void test_large(void **state)
     }
 }
 
-/* AllGather from 4 MiB of output per rank pushes (every rank writes its
- * block into every output): out of place, in place, partially overlapping
- * (every rank pulls then) and mixed, an odd count (no whole 32 KiB chunks),
+/* AllGather of about 6 MiB of output per rank pushes (every rank writes its
+ * block into every output), or pulls when every rank asks to
+ * (coll_args_t.pull): out of place, in place, partially overlapping (every
+ * rank pulls then) and mixed, an odd count (no whole 32 KiB chunks),
  * streaming and cached stores (nt_min 0), repeated so the learned choice
  * alternates. */
 static void test_allgather_push(void **state)
@@ -117,11 +118,12 @@ static void test_allgather_push(void **state)
     static const int forms[] = {TC_OOP, TC_INPLACE, TC_PARTIAL, TC_MIXED};
     for (int np = 1; np <= TC_MAXR; np++) {
         for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
-            for (int rep = 0; rep < 5; rep++) {
+            for (int rep = 0; rep < 10; rep++) {
                 tc_case_t c = tc_case(TC_ALLGATHER, np, COLL_FP32, COLL_SUM,
                                       (size_t)(1536 * 1024) / (size_t)np + 7);
                 c.inplace = forms[f];
-                c.tune.nt_min = rep == 4 ? 0 : 8u << 20;
+                c.pull = rep >= 5;
+                c.tune.nt_min = rep % 5 == 4 ? 0 : 8u << 20;
                 tc_run_case(&c);
             }
         }

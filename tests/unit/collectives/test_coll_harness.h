@@ -71,6 +71,7 @@ typedef struct {
     size_t ccl_bytes;
     coll_tuning_t tune;
     coll_reuse_t *reuse;    /* one history per rank, kept across cases (NULL: none) */
+    int pull;               /* coll_args_t.pull on every rank */
     int null_send_rank;     /* staged: this rank passes send = NULL (-1: none) */
     long barrier_fail_at;   /* the barrier call that fails with ZC_ERR_TIMEOUT (0: none) */
     int expect_status;      /* what every rank must return (ZC_OK normally) */
@@ -339,6 +340,7 @@ TC_FN void tc_rank_run(tc_world_t *w, int r)
     a.sync = &w->sync[r].base;
     a.tune = &c->tune;
     a.reuse = c->reuse != NULL ? &c->reuse[r] : NULL;
+    a.pull = c->pull;
     w->ret[r] = tc_function(c->kind, c->staged)(&a);
 }
 
@@ -629,9 +631,9 @@ TC_FN void tc_describe(const tc_case_t *c, char *buf, size_t len)
 {
     snprintf(buf, len,
              "kind %d %s np %d dtype %d op %d root %d count %zu inplace %d ccl %zu "
-             "oneshot %zu nt %zu",
+             "oneshot %zu nt %zu pull %d",
              (int)c->kind, c->staged ? "staged" : "direct", c->np, c->dtype, c->op, c->root,
-             c->count, c->inplace, c->ccl_bytes, c->tune.oneshot_max, c->tune.nt_min);
+             c->count, c->inplace, c->ccl_bytes, c->tune.oneshot_max, c->tune.nt_min, c->pull);
 }
 
 /* Run one case and check status, barrier counts and every arena byte. */

@@ -21,6 +21,66 @@
 
 #include "zt_suite1.h"
 
+#include <stdio.h>
+
+#include "zt_launch.h"
+
+/* The form of a large AllGather (push or pull, coll_allgather.c) must be the
+ * same on every rank, though each rank's post says what its own history
+ * expects. Rank 0 reuses one output; rank 1 cycles through 8, so after its
+ * first 8 ops its history expects each output evicted (streaming) while
+ * rank 0's expects cached: a rank choosing alone would pull beside a pushing
+ * peer and leave a slot of the peer's output unwritten. 24 ops of 2 MiB
+ * per rank at np 2, each output checked (raw bits, a new pattern per op). */
+#define PULL_SEND ((size_t)2 << 20)
+#define PULL_OUTS 8
+#define PULL_OPS 24
+
+static int pull_rank(int rank, int nranks, const HcclRootInfo *root, void *arg)
+{
+    (void)arg;
+    zt_env_t env;
+    if (zt_env_open(&env, rank, nranks, root, NULL) != 0) {
+        return 1;
+    }
+    size_t out_bytes = PULL_SEND * (size_t)nranks;
+    int fails = zt_env_arena(&env, out_bytes * PULL_OUTS) != 0;
+    uint32_t *send = env.zc.va;
+    char *outs = (char *)env.zc.va + env.half;
+    size_t words = PULL_SEND / sizeof(uint32_t);
+    for (int i = 0; i < PULL_OPS && fails == 0; i++) {
+        uint32_t *out = (uint32_t *)(outs + (rank == 0 ? 0 : (size_t)(i % PULL_OUTS) * out_bytes));
+        for (size_t k = 0; k < words; k++) {
+            send[k] = (uint32_t)(i * 7919 + rank * 104729) ^ (uint32_t)k;
+        }
+        if (HcclAllGather(send, out, words, HCCL_DATA_TYPE_FP32, env.comm, env.stream) !=
+                HCCL_SUCCESS ||
+            aclrtSynchronizeStream(env.stream) != ACL_SUCCESS) {
+            fprintf(stderr, "rank %d: AllGather %d failed\n", rank, i);
+            fails++;
+            break;
+        }
+        for (int q = 0; q < nranks && fails == 0; q++) {
+            for (size_t k = 0; k < words; k++) {
+                uint32_t want = (uint32_t)(i * 7919 + q * 104729) ^ (uint32_t)k;
+                if (out[(size_t)q * words + k] != want) {
+                    fprintf(stderr, "rank %d: op %d: slot %d word %zu is 0x%x, not 0x%x\n", rank, i,
+                            q, k, out[(size_t)q * words + k], want);
+                    fails++;
+                    break;
+                }
+            }
+        }
+    }
+    return fails + (zt_env_close(&env) != 0);
+}
+
+static void test_form_agreed(void **state)
+{
+    (void)state;
+    assert_int_equal(zt_launch_threads(2, pull_rank, NULL), 0);
+}
+
 /* Threads as ranks (procs_s 0). */
 static const zt_suite1_t cfg = {ZT_ALLGATHER, NULL, 0, 0x7b7ea9ull, 0};
 
@@ -28,6 +88,6 @@ int main(void)
 {
     setenv("HCCL_EXEC_TIMEOUT", "60", 0);
     setenv("HCCL_CONNECT_TIMEOUT", "60", 0);
-    const struct CMUnitTest tests[] = {ZT_SUITE1_TESTS(&cfg)};
+    const struct CMUnitTest tests[] = {ZT_SUITE1_TESTS(&cfg), cmocka_unit_test(test_form_agreed)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
