@@ -31,8 +31,9 @@
  * follows the size rule: cached below W. Every rank sees the same sequence
  * of ops, so all ranks choose alike (they need not: each rank fences its own
  * streaming stores before the next barrier, and the bits are the same).
- * Where the model says cached but D is at least W/2, a timed trial of both
- * kinds decides instead (see "The trial" below).
+ * Where the model says cached but D is at least W/2, and where the size rule
+ * streams but D is under 2 W, a timed trial of both kinds decides instead
+ * (see "The trial" below).
  *
  * The model replaced a learner that timed both kinds for every size and
  * kept the cheaper. Single timings misled it: the first op after a switch
@@ -129,7 +130,16 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
  * op of each run pays for the state the other kind left, and of the others
  * the fastest counts (one op slowed by foreign traffic does not decide).
  * Streaming stays for the next COLL_TRIAL_EVERY ops of the shape only when
- * it was at least 1/COLL_TRIAL_MARGIN faster; then a new trial. The first
+ * it was at least 1/COLL_TRIAL_MARGIN faster; then a new trial. From W to
+ * just under 2 W the same trial runs with the roles swapped (the prior,
+ * coll_trial_t.prior, is the model's kind: the settling ops run it, a
+ * verdict keeps it unless the other kind wins by the margin, a tie of the
+ * ranks' votes keeps it). The size rule streams there because on a host
+ * whose other tenants hold part of the cache an op of W cannot stay
+ * cached; on a quieter one it can: reused np 2 AllReduce 8 MiB (D = W)
+ * ran at 95-99 % of the reference streaming in one session, and at 69-85 %
+ * of a cached reference in a later one, where a trial from D = W (with
+ * ZCCL_NT_MIN doubled) gave 94-116 %. The first
  * trial's verdict holds for COLL_TRIAL_FIRST ops only: a program's first
  * hundred ops still run slower cached (in debug logs of np 2 AllGather
  * 8 MiB in the benchmark, trials every 40 ops found cached at 801 us in the
@@ -165,7 +175,7 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
 #define COLL_TRIAL_FIRST 64u
 #define COLL_TRIAL_MARGIN 10u
 
-static coll_trial_t *coll_trial_slot(coll_reuse_t *r, size_t in_bytes, size_t out_bytes)
+static coll_trial_t *coll_trial_slot(coll_reuse_t *r, size_t in_bytes, size_t out_bytes, int prior)
 {
     coll_trial_t *lru = &r->trial[0];
     for (int k = 0; k < COLL_TRIAL_SLOTS; k++) {
@@ -178,6 +188,8 @@ static coll_trial_t *coll_trial_slot(coll_reuse_t *r, size_t in_bytes, size_t ou
     memset(lru, 0, sizeof(*lru));
     lru->in_bytes = in_bytes;
     lru->out_bytes = out_bytes;
+    lru->prior = prior;
+    lru->nt = prior;
     return lru;
 }
 
@@ -203,7 +215,7 @@ static void coll_trial_adopt(const coll_reuse_t *r, coll_trial_t *t)
             streaming += (int)(v & 1u);
         }
     }
-    int nt = 2 * streaming > votes;
+    int nt = 2 * streaming > votes || (2 * streaming == votes && t->prior); /* a tie: the model's */
     if (votes == 0 || nt == t->nt) {
         return;
     }
@@ -213,16 +225,17 @@ static void coll_trial_adopt(const coll_reuse_t *r, coll_trial_t *t)
              t->nt ? "streaming" : "cached", t->nt ? streaming : votes - streaming, votes);
 }
 
-static int coll_trial_pick(coll_reuse_t *r, size_t in_bytes, size_t out_bytes, uint64_t start_ns)
+static int coll_trial_pick(coll_reuse_t *r, size_t in_bytes, size_t out_bytes, uint64_t start_ns,
+                           int prior)
 {
-    coll_trial_t *t = coll_trial_slot(r, in_bytes, out_bytes);
+    coll_trial_t *t = coll_trial_slot(r, in_bytes, out_bytes, prior);
     t->used = ++r->trials;
     uint32_t k = t->step; /* ops of the shape so far, settling ones included */
     uint32_t every = t->number <= 1 ? COLL_TRIAL_FIRST : COLL_TRIAL_EVERY;
     uint32_t end = COLL_TRIAL_SETTLE + 2 * COLL_TRIAL_RUN + every;
     t->step = k + 1 == end ? COLL_TRIAL_SETTLE : k + 1;
     if (k < COLL_TRIAL_SETTLE) {
-        return 0;
+        return t->prior;
     }
     uint32_t step = k - COLL_TRIAL_SETTLE; /* within the trial and what follows it */
     if (step == 2 * COLL_TRIAL_RUN) {
@@ -256,7 +269,10 @@ void coll_nt_learn(coll_reuse_t *r, uint64_t ns)
     if (r->pend_step + 1 == 2 * COLL_TRIAL_RUN) {
         uint64_t c = t->best_ns[0];
         uint64_t s = t->best_ns[1];
-        t->nt = c != UINT64_MAX && s < c - c / COLL_TRIAL_MARGIN;
+        uint64_t keep = t->best_ns[t->prior];
+        t->nt = keep != UINT64_MAX && t->best_ns[!t->prior] < keep - keep / COLL_TRIAL_MARGIN
+                    ? !t->prior
+                    : t->prior;
         if (r->verdict_out != NULL) {
             atomic_store_explicit(&r->verdict_out[t - r->trial], coll_trial_verdict(t, t->nt),
                                   memory_order_release);
@@ -283,7 +299,9 @@ void coll_nt_done(coll_reuse_t *r)
 /* The model's answer for an op whose every rank reads in_bytes and writes
  * out_bytes, this rank's output at out: -1 when the history does not apply
  * (no history, the size rule alone: *nt says it), else 0 / 1 in *nt, with
- * *trial set when the op is in the trial's band and the model says cached.
+ * *trial set when a trial decides instead: from W/2 to just under W where
+ * the model says cached, from W to just under 2 W where the size rule
+ * streams an output used within the last W bytes.
  * Changes nothing. */
 static int coll_nt_model(const coll_args_t *a, size_t in_bytes, size_t out_bytes, const void *out,
                          int *nt, int *trial)
@@ -301,12 +319,16 @@ static int coll_nt_model(const coll_args_t *a, size_t in_bytes, size_t out_bytes
         *nt = 0;
         return 0;
     }
-    if (!*nt) {
-        uint64_t window = 2 * (uint64_t)nt_min;
-        uint64_t age = coll_reuse_age(a->reuse, (uintptr_t)out, (uintptr_t)out + out_bytes, window);
-        *nt = age > window - data;
-        *trial = !*nt && data >= window / 2;
+    uint64_t window = 2 * (uint64_t)nt_min;
+    uint64_t age = coll_reuse_age(a->reuse, (uintptr_t)out, (uintptr_t)out + out_bytes, window);
+    if (*nt) {
+        /* the size rule's answer, tried up to 2 W on an output that was
+         * touched within the last W bytes (a rotation streams untried) */
+        *trial = data / 2 < window && age < window;
+        return 1;
     }
+    *nt = age > window - data;
+    *trial = !*nt && data >= window / 2;
     return 1;
 }
 
@@ -321,7 +343,7 @@ int coll_nt_choose(const coll_args_t *a, size_t in_bytes, size_t out_bytes)
     size_t data = (in_bytes + out_bytes) * (size_t)a->nranks;
     r->pend_slot = 0; /* a sample nobody reported done is dropped */
     if (trial) {
-        nt = coll_trial_pick(r, in_bytes, out_bytes, a->start_ns);
+        nt = coll_trial_pick(r, in_bytes, out_bytes, a->start_ns, nt);
     }
     coll_reuse_note(r, a->in[a->rank], in_bytes, a->out[a->rank], out_bytes, data);
     return nt;

@@ -135,7 +135,8 @@ typedef struct {
 /**
  * The trial of one op shape near the cache's size, where the model's answer
  * is a coin toss (coll_nt.c): a few ops of each kind, timed, then the faster
- * kind for a while, then a new trial.
+ * kind (the model's unless the other wins by a margin) for a while, then a
+ * new trial.
  */
 typedef struct {
     uint64_t in_bytes, out_bytes; /* the shape (both 0: unused) */
@@ -144,6 +145,7 @@ typedef struct {
     uint32_t used;                /* coll_reuse_t.trials when last used */
     uint32_t number;              /* trials of this shape begun, 1 for the first */
     int nt;                       /* the kind the last trial chose */
+    int prior;                    /* the model's kind: kept unless the other wins by the margin */
 } coll_trial_t;
 
 typedef struct {

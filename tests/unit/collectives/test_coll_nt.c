@@ -136,14 +136,14 @@ static void test_rotation_streams(void **state)
 
 /* The ops of one trial of the shape nt_ar(r, 2, 0, size), 4 x size of data:
  * 4 ops cached, then 4 streaming, the first of each untimed; the others get
- * ns[] (cached, then streaming). */
-static void nt_trial_ops(coll_reuse_t *r, const uint64_t ns[2], size_t size)
+ * ns[] (cached, then streaming). The shape's settling ops run `prior`. */
+static void nt_trial_ops_from(coll_reuse_t *r, const uint64_t ns[2], size_t size, int prior)
 {
     if (r->trials == 0) {
         /* a new shape first runs 16 ops the model's way, untimed: the first
            ops of a program pay for page faults and a cold cache */
         for (int i = 0; i < 16; i++) {
-            assert_int_equal(nt_ar(r, 2, 0, size), 0);
+            assert_int_equal(nt_ar(r, 2, 0, size), prior);
             assert_int_equal(r->pend_slot, 0);
         }
     }
@@ -158,6 +158,11 @@ static void nt_trial_ops(coll_reuse_t *r, const uint64_t ns[2], size_t size)
             assert_int_equal(r->pend_slot, 0);
         }
     }
+}
+
+static void nt_trial_ops(coll_reuse_t *r, const uint64_t ns[2], size_t size)
+{
+    nt_trial_ops_from(r, ns, size, 0);
 }
 
 /* The next op's kind, the first after a trial. */
@@ -354,6 +359,59 @@ static void test_overlap_counts(void **state)
     assert_int_equal(nt_pick(&r, 2, NT_BUF(503), MIB, NT_BUF(502) - MIB, MIB), 1);
 }
 
+/* From W to just under 2 W of data the size rule's streaming is the prior:
+ * the settling ops stream, and a trial turns to cached only when cached won
+ * by the margin. At 2 W, streaming without a trial. */
+static void test_trial_above_window(void **state)
+{
+    (void)state;
+    coll_reuse_t r;
+    const size_t size = 5 * MIB; /* 20 MiB of data; W is 16 */
+    const uint64_t cached_wins[2] = {800, 1000};
+    const uint64_t close[2] = {950, 1000};
+    const uint64_t stream_wins[2] = {1000, 800};
+    memset(&r, 0, sizeof(r));
+    nt_trial_ops_from(&r, cached_wins, size, 1);
+    assert_int_equal(nt_after_trial(&r, size), 0);
+    assert_int_equal(coll_nt_expect(&r, &nt_tune, 2, size, size, NT_BUF(1)), 0);
+    memset(&r, 0, sizeof(r));
+    nt_trial_ops_from(&r, close, size, 1);
+    assert_int_equal(nt_after_trial(&r, size), 1);
+    assert_int_equal(coll_nt_expect(&r, &nt_tune, 2, size, size, NT_BUF(1)), 1);
+    memset(&r, 0, sizeof(r));
+    nt_trial_ops_from(&r, stream_wins, size, 1);
+    assert_int_equal(nt_after_trial(&r, size), 1);
+    /* No timings at all: the prior. */
+    memset(&r, 0, sizeof(r));
+    for (int i = 0; i < 16 + 8; i++) {
+        (void)nt_ar(&r, 2, 0, size);
+    }
+    assert_int_equal(nt_ar(&r, 2, 0, size), 1);
+    /* Two ranks of four found cached faster: a tie keeps the prior. */
+    nt_voters(4, 0);
+    for (int k = 0; k < 4; k++) {
+        nt_trial_ops_from(&nt_rank[k], k < 2 ? cached_wins : stream_wins, size, 1);
+    }
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(nt_after_trial(&nt_rank[k], size), 1);
+    }
+    /* A rotation of outputs (a cold-cache benchmark) streams untried once
+       the history reaches back W. */
+    memset(&r, 0, sizeof(r));
+    for (int i = 0; i < 40; i++) {
+        assert_int_equal(nt_ar(&r, 2, i, size), 1);
+        assert_int_equal(r.pend_slot, 0);
+    }
+    assert_int_equal(r.trials, 2); /* ops 0 and 1: the history could not place them */
+    /* 2 W and more: no trial. */
+    memset(&r, 0, sizeof(r));
+    for (int i = 0; i < 40; i++) {
+        assert_int_equal(nt_ar(&r, 2, 0, 8 * MIB), 1);
+        assert_int_equal(r.pend_slot, 0);
+    }
+    assert_int_equal(r.trials, 0);
+}
+
 /* 256 Ki fp32 per rank (2 MiB of data at np 2), run cached and streaming in
  * turn (nt_min flips the size rule; the history is kept across cases and
  * sometimes evicts): every result exact. */
@@ -378,10 +436,11 @@ static void test_exact_either_kind(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_size_rule),         cmocka_unit_test(test_reused_stays_cached),
-        cmocka_unit_test(test_rotation_streams),  cmocka_unit_test(test_overlap_counts),
-        cmocka_unit_test(test_exact_either_kind), cmocka_unit_test(test_trial),
-        cmocka_unit_test(test_trial_start),       cmocka_unit_test(test_shared_verdict),
+        cmocka_unit_test(test_size_rule),          cmocka_unit_test(test_reused_stays_cached),
+        cmocka_unit_test(test_rotation_streams),   cmocka_unit_test(test_overlap_counts),
+        cmocka_unit_test(test_exact_either_kind),  cmocka_unit_test(test_trial),
+        cmocka_unit_test(test_trial_start),        cmocka_unit_test(test_shared_verdict),
+        cmocka_unit_test(test_trial_above_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
