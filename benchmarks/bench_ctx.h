@@ -95,7 +95,9 @@ typedef struct bench_row {
     double ref_pct;  /* median over rounds of its time / zccl's in the same round, per order
                       of the pair, averaged; -1 none */
     uint64_t ref_wrong;
-    uint64_t net_bytes; /* bytes sent between hosts per zccl op, all ranks (0 on one host) */
+    uint64_t net_bytes;  /* bytes sent between hosts per zccl op, all ranks (0 on one host) */
+    double probe_ns;     /* the host probe (bench_ref_probe_ns): median of the rounds; 0 none */
+    double probe_max_ns; /* and the slowest round's */
 } bench_row_t;
 
 /** One rank's run. */
@@ -131,7 +133,9 @@ typedef struct bench_ctx {
     int nmpi;
     double ref_pct_min; /**< lowest %ref from 1 MiB up (-1: none) */
     size_t ref_pct_min_size;
-    int ref_over;          /**< rows above 105 % of the reference */
+    int ref_over;       /**< rows above 105 % of the reference */
+    double probe_lo_ns; /**< the lowest and highest rows' probe_ns (0: none) */
+    double probe_hi_ns;
     long rss_first_kb;     /**< growth over the first zccl timed batch */
     long rss_first_mpi_kb; /**< of Open MPI's shared memory over it (not counted) */
     long rss_growth_kb;    /**< summed over the later zccl timed batches */
@@ -203,6 +207,17 @@ void bench_ref_check_row(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t
 
 /** A timed batch of the variant in ctx->ref.variant. */
 double bench_ref_batch(bench_ctx_t *ctx, const bench_ring_t *ring, int iters);
+
+/**
+ * The host probe: ns per flag barrier of the reference's counters over a
+ * short batch (every rank calls it at the same point; 0 without a
+ * reference). At np 2 it is a cache line's round trip between the ranks'
+ * cores, which the host may move.
+ */
+double bench_ref_probe_ns(bench_ctx_t *ctx);
+
+/** Median of v[0..n) (sorts v). */
+double bench_median(double *v, int n);
 
 /** Name of a variant ("direct", "direct+nt", ...; "-" for none). */
 const char *bench_ref_name(int variant);

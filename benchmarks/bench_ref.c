@@ -62,6 +62,11 @@
  *                so the one barrier per op is enough: reusing a slot two ops
  *                later needs every peer's arrival at the op between), barrier,
  *                own-output kernel reading the slots. No exit barrier.
+ * The host probe (bench_ref_probe_ns): 256 of the barriers above, timed at
+ * the start of every round; the row keeps the rounds' median and maximum.
+ * At np 2 that is a line's round trip between the two ranks' cores, and the
+ * host decides what it is: 56-545 ns from one run of a probe to the next
+ * on the project's VM.
  * Pruning (documented so it can be revisited): streaming stores are not
  * tried under 64 KiB (they push to DRAM what the next op reads from cache),
  * nor a reduction's own-output form past 4 MiB (every rank reads all inputs)
@@ -248,6 +253,22 @@ static void bench_ref_barrier(bench_ctx_t *ctx)
     }
 }
 
+/* Barriers per probe: about 40 us at np 2, so every round can afford one. */
+#define BENCH_REF_PROBE_BARRIERS 256
+
+double bench_ref_probe_ns(bench_ctx_t *ctx)
+{
+    if (!ctx->ref.ok) {
+        return 0.0;
+    }
+    bench_ref_barrier(ctx); /* start together */
+    double t0 = bench_now();
+    for (int i = 0; i < BENCH_REF_PROBE_BARRIERS; i++) {
+        bench_ref_barrier(ctx);
+    }
+    return (bench_now() - t0) / BENCH_REF_PROBE_BARRIERS * 1e9;
+}
+
 /* Offset in a ref region of a pointer into zccl's send or receive buffer. */
 static size_t bench_ref_offset(const bench_ctx_t *ctx, const void *p)
 {
@@ -389,7 +410,7 @@ static int bench_cmp_double(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-static double bench_median(double *v, int n)
+double bench_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof(v[0]), bench_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;

@@ -282,7 +282,12 @@ static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
     double t = 0.0;
     double mt = 0.0;
     double zr[BENCH_MAX_REPEAT];
+    double probe[BENCH_MAX_REPEAT];
     for (int rep = 0; rep < ctx->a.repeat; rep++) {
+        /* The host's state this round (its cache-to-cache latency can move
+           2-4x within seconds): a reader can tell a slow row from a slow host. */
+        probe[rep] = bench_ref_probe_ns(ctx);
+        row->probe_max_ns = probe[rep] > row->probe_max_ns ? probe[rep] : row->probe_max_ns;
         if (rep % 2) {
             bench_ref_measure(ctx, &ring, row, rep, 0);
         }
@@ -317,6 +322,7 @@ static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
         }
     }
     bench_ref_pair(ctx, zr, ctx->a.repeat, row);
+    row->probe_ns = bench_median(probe, ctx->a.repeat);
     row->time_us = t * 1e6;
     row->algbw = t > 0.0 ? (double)row->size / t / 1e9 : 0.0;
     row->busbw = row->algbw * factor;
@@ -479,7 +485,12 @@ static void bench_print_csv(bench_ctx_t *ctx, const bench_row_t *row)
     } else {
         fprintf(ctx->csv, ",,,,");
     }
-    fprintf(ctx->csv, "%llu\n", (unsigned long long)row->net_bytes);
+    fprintf(ctx->csv, "%llu,", (unsigned long long)row->net_bytes);
+    if (row->probe_ns > 0.0) {
+        fprintf(ctx->csv, "%.0f,%.0f\n", row->probe_ns, row->probe_max_ns);
+    } else {
+        fprintf(ctx->csv, ",\n");
+    }
     fflush(ctx->csv);
 }
 
@@ -549,6 +560,12 @@ static void bench_print_footer(bench_ctx_t *ctx)
         printf("# Reference            : zccl's lowest %%ref from 1 MiB up: %.1f %% at %zu bytes\n",
                ctx->ref_pct_min, ctx->ref_pct_min_size);
     }
+    if (ctx->probe_hi_ns > 0.0) {
+        printf("# Host probe           : a flag barrier of the reference's counters took %.0f-%.0f "
+               "ns (rows' medians over their rounds; per row: the CSV's probe_ns, "
+               "probe_max_ns)\n",
+               ctx->probe_lo_ns, ctx->probe_hi_ns);
+    }
     if (ctx->ref_over > 0) {
         printf("# WARNING: %d row(s) above 105 %% of the reference: the reference is not ideal "
                "there (bench_ref.c)\n",
@@ -584,7 +601,7 @@ static void bench_open_csv(bench_ctx_t *ctx)
     }
     fprintf(ctx->csv, "tool,op,nranks,path,inplace,cache,mode,size,count,type,redop,root,iters,"
                       "time_us,algbw,busbw,wrong,ref_time_us,ref_pct,ref_variant,mpi_iters,"
-                      "mpi_time_us,mpi_algbw,mpi_busbw,net_bytes\n");
+                      "mpi_time_us,mpi_algbw,mpi_busbw,net_bytes,probe_ns,probe_max_ns\n");
 }
 
 void bench_run_sweep(bench_ctx_t *ctx)
@@ -608,6 +625,12 @@ void bench_run_sweep(bench_ctx_t *ctx)
         if (row.has_mpi) {
             ctx->mpi_busbw_sum += row.mpi_busbw;
             ctx->nmpi++;
+        }
+        if (row.probe_ns > 0.0) {
+            ctx->probe_lo_ns = ctx->probe_lo_ns == 0.0 || row.probe_ns < ctx->probe_lo_ns
+                                   ? row.probe_ns
+                                   : ctx->probe_lo_ns;
+            ctx->probe_hi_ns = row.probe_ns > ctx->probe_hi_ns ? row.probe_ns : ctx->probe_hi_ns;
         }
         double pct = bench_ref_pct(&row);
         if (pct > 105.0) {
