@@ -98,6 +98,7 @@ typedef struct bench_row {
     uint64_t net_bytes;  /* bytes sent between hosts per zccl op, all ranks (0 on one host) */
     double probe_ns;     /* the host probe (bench_ref_probe_ns): median of the rounds; 0 none */
     double probe_max_ns; /* and the slowest round's */
+    double streamed_pct; /* rank 0's large ops of the rounds that streamed (coll_nt.c); -1 none */
 } bench_row_t;
 
 /** One rank's run. */

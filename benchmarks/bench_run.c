@@ -283,6 +283,8 @@ static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
     double mt = 0.0;
     double zr[BENCH_MAX_REPEAT];
     double probe[BENCH_MAX_REPEAT];
+    uint64_t kind0[2] = {zccl_comm_store_kind_ops(ctx->comm, 0),
+                         zccl_comm_store_kind_ops(ctx->comm, 1)};
     for (int rep = 0; rep < ctx->a.repeat; rep++) {
         /* The host's state this round (its cache-to-cache latency can move
            2-4x within seconds): a reader can tell a slow row from a slow host. */
@@ -323,6 +325,10 @@ static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
     }
     bench_ref_pair(ctx, zr, ctx->a.repeat, row);
     row->probe_ns = bench_median(probe, ctx->a.repeat);
+    uint64_t cached = zccl_comm_store_kind_ops(ctx->comm, 0) - kind0[0];
+    uint64_t streamed = zccl_comm_store_kind_ops(ctx->comm, 1) - kind0[1];
+    row->streamed_pct =
+        cached + streamed > 0 ? 100.0 * (double)streamed / (double)(cached + streamed) : -1.0;
     row->time_us = t * 1e6;
     row->algbw = t > 0.0 ? (double)row->size / t / 1e9 : 0.0;
     row->busbw = row->algbw * factor;
@@ -487,9 +493,14 @@ static void bench_print_csv(bench_ctx_t *ctx, const bench_row_t *row)
     }
     fprintf(ctx->csv, "%llu,", (unsigned long long)row->net_bytes);
     if (row->probe_ns > 0.0) {
-        fprintf(ctx->csv, "%.0f,%.0f\n", row->probe_ns, row->probe_max_ns);
+        fprintf(ctx->csv, "%.0f,%.0f,", row->probe_ns, row->probe_max_ns);
     } else {
-        fprintf(ctx->csv, ",\n");
+        fprintf(ctx->csv, ",,");
+    }
+    if (row->streamed_pct >= 0.0) {
+        fprintf(ctx->csv, "%.1f\n", row->streamed_pct);
+    } else {
+        fprintf(ctx->csv, "\n");
     }
     fflush(ctx->csv);
 }
@@ -601,7 +612,8 @@ static void bench_open_csv(bench_ctx_t *ctx)
     }
     fprintf(ctx->csv, "tool,op,nranks,path,inplace,cache,mode,size,count,type,redop,root,iters,"
                       "time_us,algbw,busbw,wrong,ref_time_us,ref_pct,ref_variant,mpi_iters,"
-                      "mpi_time_us,mpi_algbw,mpi_busbw,net_bytes,probe_ns,probe_max_ns\n");
+                      "mpi_time_us,mpi_algbw,mpi_busbw,net_bytes,probe_ns,probe_max_ns,"
+                      "zccl_streamed_pct\n");
 }
 
 void bench_run_sweep(bench_ctx_t *ctx)

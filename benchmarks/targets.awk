@@ -37,6 +37,7 @@ v("path") == "zero-copy" && v("inplace") == 0 && v("size") > 0 {
     op = v("op"); np = v("nranks"); cache = v("cache"); mode = v("mode"); size = v("size") + 0
     k = op "," np "," cache "," mode "," size
     t[k] = v("time_us"); mt[k] = v("mpi_time_us"); pct[k] = v("ref_pct")
+    variant[k] = v("ref_variant"); streamed[k] = v("zccl_streamed_pct")
     groups[op "," np "," cache "," mode] = 1
     sizes[k] = size
 }
@@ -81,9 +82,16 @@ END {
     }
     for (g in worst) {
         split(g, p, ",")
+        # where missed: the store kinds behind the worst row, zccl's and the reference's
+        k = g "," wsize[g]
+        why = ""
+        if (worst[g] < 90 && streamed[k] != "") {
+            why = sprintf("; there zccl streamed %.0f %% of its large ops, the reference ran %s",
+                          streamed[k], variant[k])
+        }
         verdict(worst[g] >= 90,
-                sprintf("%s np %d %s %s: >= 90 %% of the reference from 1 MiB up (worst %.1f %% at %d B)",
-                        p[1], p[2], p[3], p[4], worst[g], wsize[g]))
+                sprintf("%s np %d %s %s: >= 90 %% of the reference from 1 MiB up (worst %.1f %% at %d B%s)",
+                        p[1], p[2], p[3], p[4], worst[g], wsize[g], why))
     }
     for (g in mworst) {
         split(g, p, ",")

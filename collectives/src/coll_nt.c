@@ -332,12 +332,23 @@ static int coll_nt_model(const coll_args_t *a, size_t in_bytes, size_t out_bytes
     return 1;
 }
 
+/* Count an op of kind nt (one writer: no locked instruction). */
+static int coll_nt_count(coll_reuse_t *r, int nt)
+{
+    if (r != NULL) {
+        _Atomic uint64_t *n = &r->kind_ops[nt != 0];
+        atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    }
+    return nt;
+}
+
 int coll_nt_choose(const coll_args_t *a, size_t in_bytes, size_t out_bytes)
 {
     int nt, trial;
     int model = coll_nt_model(a, in_bytes, out_bytes, a->out[a->rank], &nt, &trial);
     if (model <= 0) {
-        return nt;
+        return coll_nt_count(a->reuse, nt);
     }
     coll_reuse_t *r = a->reuse;
     size_t data = (in_bytes + out_bytes) * (size_t)a->nranks;
@@ -346,7 +357,7 @@ int coll_nt_choose(const coll_args_t *a, size_t in_bytes, size_t out_bytes)
         nt = coll_trial_pick(r, in_bytes, out_bytes, a->start_ns, nt);
     }
     coll_reuse_note(r, a->in[a->rank], in_bytes, a->out[a->rank], out_bytes, data);
-    return nt;
+    return coll_nt_count(r, nt);
 }
 
 int coll_nt_expect(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks, size_t in_bytes,

@@ -247,6 +247,15 @@ ZC_EXPORT uint64_t zccl_comm_inline_bytes(HcclComm comm)
     return c != NULL ? (uint64_t)atomic_load(&c->inline_bytes) : 0;
 }
 
+ZC_EXPORT uint64_t zccl_comm_store_kind_ops(HcclComm comm, int streaming)
+{
+    zh_comm_t *c = zh_comm_lookup(comm);
+    c = c != NULL ? zh_comm_inner(c) : NULL;
+    return c != NULL
+               ? atomic_load_explicit(&c->reuse.kind_ops[streaming != 0], memory_order_relaxed)
+               : 0;
+}
+
 ZC_EXPORT int zccl_comm_ccl_allocated(HcclComm comm)
 {
     zh_comm_t *c = zh_comm_lookup(comm);

@@ -26,6 +26,11 @@ __attribute__((visibility("default"))) uint64_t zccl_comm_buffered_ops(HcclComm 
  *  at most 4 KiB per rank on activated memory skip the user-buffer reads. */
 __attribute__((visibility("default"))) uint64_t zccl_comm_inline_bytes(HcclComm comm);
 
+/** Large direct AllReduce / AllGather ops this rank ran with cached
+ *  (streaming = 0) or streaming (streaming = 1) stores (coll_nt.c). */
+__attribute__((visibility("default"))) uint64_t zccl_comm_store_kind_ops(HcclComm comm,
+                                                                         int streaming);
+
 /** 1 once the communicator created its CCL buffer (buffered path used). */
 __attribute__((visibility("default"))) int zccl_comm_ccl_allocated(HcclComm comm);
 

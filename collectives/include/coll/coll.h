@@ -166,6 +166,9 @@ typedef struct {
     _Atomic uint64_t *verdict_out;
     const _Atomic uint64_t *const *verdict_in;
     int verdict_ranks;
+    /* Ops that chose a store kind (coll_nt_choose), cached [0] and
+     * streaming [1]: written by the op's thread only, read by anyone. */
+    _Atomic uint64_t kind_ops[2];
 } coll_reuse_t;
 
 /** The communicator's last op is done on every rank (after its exit

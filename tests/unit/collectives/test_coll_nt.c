@@ -83,6 +83,26 @@ static void test_size_rule(void **state)
     }
 }
 
+/* Every choice is counted by its kind (the benchmarks print the share). */
+static void test_kind_counts(void **state)
+{
+    (void)state;
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    uint64_t want[2] = {0, 0};
+    for (int i = 0; i < 40; i++) {
+        /* small, reused, rotated past the window and too large, in turn */
+        size_t bytes = i % 4 == 0 ? 32 << 10 : i % 4 == 3 ? 8 * MIB : MIB;
+        int set = i % 4 == 2 ? i % 7 : 0;
+        want[nt_ar(&r, 2, set, bytes)]++;
+    }
+    assert_true(want[0] > 0 && want[1] > 0);
+    assert_int_equal(atomic_load(&r.kind_ops[0]), want[0]);
+    assert_int_equal(atomic_load(&r.kind_ops[1]), want[1]);
+    /* No history to count in: nothing counted, nothing broken. */
+    assert_int_equal(nt_ar(NULL, 2, 0, 8 * MIB), 1);
+}
+
 static void test_reused_stays_cached(void **state)
 {
     (void)state;
@@ -440,7 +460,7 @@ int main(void)
         cmocka_unit_test(test_rotation_streams),   cmocka_unit_test(test_overlap_counts),
         cmocka_unit_test(test_exact_either_kind),  cmocka_unit_test(test_trial),
         cmocka_unit_test(test_trial_start),        cmocka_unit_test(test_shared_verdict),
-        cmocka_unit_test(test_trial_above_window),
+        cmocka_unit_test(test_trial_above_window), cmocka_unit_test(test_kind_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
