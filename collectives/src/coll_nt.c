@@ -122,13 +122,19 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
  * 4 AllReduce 4 MiB reused took 426 us cached against 921 streaming in one
  * run and 960 against 654 in another: other tenants of the host's cache, a
  * cyclic access just past the free capacity). So an op shape in that band,
- * which the model keeps cached, runs
- * COLL_TRIAL_RUN ops of each kind, cached first, after its first
- * COLL_TRIAL_SETTLE ops (the model's way: a program's first ops pay page
- * faults and a cold cache, and a trial there picked streaming for np 2
- * AllReduce 4 MiB at 511 against 422 us, where cached runs 190). The first
- * op of each run pays for the state the other kind left, and of the others
- * the fastest counts (one op slowed by foreign traffic does not decide).
+ * which the model keeps cached, runs COLL_TRIAL_RUN ops of each kind after
+ * its first COLL_TRIAL_SETTLE ops (the model's way: a program's first ops
+ * pay page faults and a cold cache, and a trial there picked streaming for
+ * np 2 AllReduce 4 MiB at 511 against 422 us, where cached runs 190): half
+ * the cached ones, then the streaming ones, then the other cached half. The
+ * first op of each run pays for the state the other kind left, and of the
+ * others the fastest of each kind counts (one op slowed by foreign traffic
+ * does not decide). Cached at both ends: a slow stretch of the host that
+ * covers one end cannot make cached look slow alone, and a drift over the
+ * trial weighs on both kinds. With the cached ops all first, a debug log of
+ * np 2 AllGather 8 MiB reused had a trial find cached at 923 us against
+ * streaming's 654, where the shape's three other trials in two sweeps found
+ * 306-430 against 594-647, and that verdict streamed 54 % of the row's ops.
  * Streaming stays for the next COLL_TRIAL_EVERY ops of the shape only when
  * it was at least 1/COLL_TRIAL_MARGIN faster; then a new trial. From W to
  * just under 2 W the same trial runs with the roles swapped (the prior,
@@ -171,9 +177,24 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
  */
 #define COLL_TRIAL_SETTLE 16u
 #define COLL_TRIAL_RUN 4u
+#define COLL_TRIAL_OPS (2u * COLL_TRIAL_RUN) /* runs: cached, streaming, cached */
 #define COLL_TRIAL_EVERY 1024u
 #define COLL_TRIAL_FIRST 64u
 #define COLL_TRIAL_MARGIN 10u
+
+/* The kind of a trial's step: COLL_TRIAL_RUN / 2 ops cached, then
+ * COLL_TRIAL_RUN streaming, then COLL_TRIAL_RUN / 2 cached. */
+static int coll_trial_kind(uint32_t step)
+{
+    return step >= COLL_TRIAL_RUN / 2 && step < COLL_TRIAL_RUN / 2 + COLL_TRIAL_RUN;
+}
+
+/* Is a trial's step the first of its run (untimed: it pays for the state
+ * the other kind left)? */
+static int coll_trial_first(uint32_t step)
+{
+    return step == 0 || coll_trial_kind(step) != coll_trial_kind(step - 1);
+}
 
 static coll_trial_t *coll_trial_slot(coll_reuse_t *r, size_t in_bytes, size_t out_bytes, int prior)
 {
@@ -232,24 +253,24 @@ static int coll_trial_pick(coll_reuse_t *r, size_t in_bytes, size_t out_bytes, u
     t->used = ++r->trials;
     uint32_t k = t->step; /* ops of the shape so far, settling ones included */
     uint32_t every = t->number <= 1 ? COLL_TRIAL_FIRST : COLL_TRIAL_EVERY;
-    uint32_t end = COLL_TRIAL_SETTLE + 2 * COLL_TRIAL_RUN + every;
+    uint32_t end = COLL_TRIAL_SETTLE + COLL_TRIAL_OPS + every;
     t->step = k + 1 == end ? COLL_TRIAL_SETTLE : k + 1;
     if (k < COLL_TRIAL_SETTLE) {
         return t->prior;
     }
     uint32_t step = k - COLL_TRIAL_SETTLE; /* within the trial and what follows it */
-    if (step == 2 * COLL_TRIAL_RUN) {
+    if (step == COLL_TRIAL_OPS) {
         coll_trial_adopt(r, t);
     }
-    if (step >= 2 * COLL_TRIAL_RUN) {
+    if (step >= COLL_TRIAL_OPS) {
         return t->nt;
     }
     if (step == 0) {
         t->best_ns[0] = t->best_ns[1] = UINT64_MAX;
         t->number++;
     }
-    int nt = step >= COLL_TRIAL_RUN;
-    if (step % COLL_TRIAL_RUN != 0) {
+    int nt = coll_trial_kind(step);
+    if (!coll_trial_first(step)) {
         r->pend_slot = (int)(t - r->trial) + 1;
         r->pend_step = step;
         r->pend_t0 = start_ns != 0 ? start_ns : zc_time_ns();
@@ -264,9 +285,9 @@ void coll_nt_learn(coll_reuse_t *r, uint64_t ns)
     }
     coll_trial_t *t = &r->trial[r->pend_slot - 1];
     r->pend_slot = 0;
-    uint64_t *best = &t->best_ns[r->pend_step >= COLL_TRIAL_RUN];
+    uint64_t *best = &t->best_ns[coll_trial_kind(r->pend_step)];
     *best = ns < *best ? ns : *best;
-    if (r->pend_step + 1 == 2 * COLL_TRIAL_RUN) {
+    if (r->pend_step + 1 == COLL_TRIAL_OPS) {
         uint64_t c = t->best_ns[0];
         uint64_t s = t->best_ns[1];
         uint64_t keep = t->best_ns[t->prior];
