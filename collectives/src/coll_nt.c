@@ -150,7 +150,15 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
  * hundred ops still run slower cached (in debug logs of np 2 AllGather
  * 8 MiB in the benchmark, trials every 40 ops found cached at 801 us in the
  * first, against streaming's 774, and 420-680 in the six after, against
- * 730-760).
+ * 730-760). So does a verdict that left the prior: the model's kind is
+ * right most of the time, and a stretch of the host that covers a whole
+ * trial (cached ops slowed more than streaming ones) should cost tens of
+ * ops, not a thousand. In one benchmark run, np 2 AllReduce 4 MiB reused
+ * and blocking (the kinds 19-35 % apart there) streamed 98.8 % of a row at
+ * 76.6 % of the cached reference, where nine logged trials found cached
+ * faster every time. Where the other kind keeps winning, every
+ * COLL_TRIAL_FIRST + COLL_TRIAL_OPS ops run COLL_TRIAL_RUN ops of the
+ * prior: 3 % of the time where it is 1.5x slower.
  *
  * A sample runs from the moment the last rank posted the op (a->start_ns,
  * from the posts' stamps), the same on every rank, to the end of this
@@ -252,7 +260,8 @@ static int coll_trial_pick(coll_reuse_t *r, size_t in_bytes, size_t out_bytes, u
     coll_trial_t *t = coll_trial_slot(r, in_bytes, out_bytes, prior);
     t->used = ++r->trials;
     uint32_t k = t->step; /* ops of the shape so far, settling ones included */
-    uint32_t every = t->number <= 1 ? COLL_TRIAL_FIRST : COLL_TRIAL_EVERY;
+    /* the first verdict, and one that left the model's kind, are retried soon */
+    uint32_t every = t->number <= 1 || t->nt != t->prior ? COLL_TRIAL_FIRST : COLL_TRIAL_EVERY;
     uint32_t end = COLL_TRIAL_SETTLE + COLL_TRIAL_OPS + every;
     t->step = k + 1 == end ? COLL_TRIAL_SETTLE : k + 1;
     if (k < COLL_TRIAL_SETTLE) {
