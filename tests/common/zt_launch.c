@@ -97,18 +97,17 @@ int zt_launch_procs(int nranks, zt_rank_fn fn, void *arg, int timeout_s)
     /* Ranks that never started leave the others waiting at init: give up now. */
     time_t deadline = started < nranks ? time(NULL) : time(NULL) + timeout_s;
     while (left > 0) {
+        /* Each rank by its pid, never waitpid(-1): a test's other thread may
+         * run system() meanwhile, and reaping its shell made that return -1
+         * (multihost_fault_2x2's link-down, which then left the link down). */
         int status = 0;
-        pid_t p = waitpid(-1, &status, WNOHANG);
-        if (p > 0) {
-            int rank = -1;
-            for (int r = 0; r < started; r++) {
-                if (zt_child_pids[r] == p) {
-                    rank = r;
-                }
+        int rank = -1;
+        for (int r = 0; r < started && rank < 0; r++) {
+            if (!done[r] && waitpid(zt_child_pids[r], &status, WNOHANG) == zt_child_pids[r]) {
+                rank = r;
             }
-            if (rank < 0) {
-                continue;
-            }
+        }
+        if (rank >= 0) {
             done[rank] = 1;
             left--;
             if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
