@@ -16,9 +16,12 @@
  *    output; the caller's exit barrier orders the writes before any rank
  *    returns.
  *  - pull again from 1 MiB when every rank asked to (a->pull): each rank's
- *    post says whether its history expects its output cached, and the
- *    host has a core per rank (hccl_op_post.c). Reused at np 2, pulling ran
- *    at 96-100 % of the reference's pull at 1-4 MiB, pushing at 90-97 %.
+ *    post says whether its history expects its output cached and the size
+ *    suits pulling on this host (coll_allgather_pull_fits, called by
+ *    hccl_op_post.c). Reused at np 2, pulling ran at 96-100 % of the
+ *    reference's pull at 1-4 MiB, pushing at 90-97 %. Where ranks share
+ *    cores (np 4 on 2), pulling won at 1 MiB and lost from 2 MiB
+ *    (docs/NOTES.md): there it pulls below 2 MiB only.
  * Every rank makes the same choice: it depends on the size and the posts,
  * which every rank reads alike (a pulling rank beside a pushing one would
  * leave slots unwritten).
@@ -54,6 +57,8 @@
 /* Output bytes per rank from which the direct path pulls after all when every
  * rank asked to (coll_args_t.pull: outputs probably cached). */
 #define COLL_AG_PULL_MIN ((size_t)1 << 20)
+/* Where ranks share cores, output bytes per rank below which they ask to. */
+#define COLL_AG_PULL_SHARED_MAX ((size_t)2 << 20)
 /* Bytes of my block pushed to every output before the next: read from
  * memory once, it stays in L1 for the other n - 1 copies. */
 #define COLL_AG_PUSH_CHUNK ((size_t)32 << 10)
@@ -85,6 +90,11 @@ static void coll_ag_push(const coll_args_t *a, size_t bytes)
     if (nt) {
         coll_store_fence();
     }
+}
+
+int coll_allgather_pull_fits(size_t out_bytes, int core_each)
+{
+    return out_bytes >= COLL_AG_PULL_MIN && (core_each || out_bytes < COLL_AG_PULL_SHARED_MAX);
 }
 
 int coll_allgather_direct(const coll_args_t *a)
