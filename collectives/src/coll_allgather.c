@@ -17,11 +17,10 @@
  *    returns.
  *  - pull again from 1 MiB when every rank asked to (a->pull): each rank's
  *    post says whether its history expects its output cached and the size
- *    suits pulling on this host (coll_allgather_pull_fits, called by
+ *    is at least 1 MiB (coll_allgather_pull_fits, called by
  *    hccl_op_post.c). Reused at np 2, pulling ran at 96-100 % of the
- *    reference's pull at 1-4 MiB, pushing at 90-97 %. Where ranks share
- *    cores (np 4 on 2), pulling won at 1 MiB and lost from 2 MiB
- *    (docs/NOTES.md): there it pulls below 2 MiB only.
+ *    reference's pull at 1-4 MiB, pushing at 90-97 %; at np 4 on 2 cores
+ *    pulling was steadier (docs/NOTES.md).
  * Every rank makes the same choice: it depends on the size and the posts,
  * which every rank reads alike (a pulling rank beside a pushing one would
  * leave slots unwritten).
@@ -57,8 +56,6 @@
 /* Output bytes per rank from which the direct path pulls after all when every
  * rank asked to (coll_args_t.pull: outputs probably cached). */
 #define COLL_AG_PULL_MIN ((size_t)1 << 20)
-/* Where ranks share cores, output bytes per rank below which they ask to. */
-#define COLL_AG_PULL_SHARED_MAX ((size_t)2 << 20)
 /* Bytes of my block pushed to every output before the next: read from
  * memory once, it stays in L1 for the other n - 1 copies. */
 #define COLL_AG_PUSH_CHUNK ((size_t)32 << 10)
@@ -92,9 +89,9 @@ static void coll_ag_push(const coll_args_t *a, size_t bytes)
     }
 }
 
-int coll_allgather_pull_fits(size_t out_bytes, int core_each)
+int coll_allgather_pull_fits(size_t out_bytes)
 {
-    return out_bytes >= COLL_AG_PULL_MIN && (core_each || out_bytes < COLL_AG_PULL_SHARED_MAX);
+    return out_bytes >= COLL_AG_PULL_MIN;
 }
 
 int coll_allgather_direct(const coll_args_t *a)
@@ -107,7 +104,7 @@ int coll_allgather_direct(const coll_args_t *a)
     }
     int any, me;
     ZC_CHECK(coll_blocks_conflicts(a, bytes, total, COLL_INPLACE_IN_SLOT, what, bytes, &any, &me));
-    if (!any && total >= COLL_AG_PUSH_MIN && !(a->pull && total >= COLL_AG_PULL_MIN)) {
+    if (!any && total >= COLL_AG_PUSH_MIN && !(a->pull && coll_allgather_pull_fits(total))) {
         coll_ag_push(a, bytes);
         return ZC_OK;
     }

@@ -164,7 +164,6 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
      * one-host comms ask, where nranks are this host's ranks: a comm that
      * spans hosts takes the hierarchical path.) */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    c->core_each = ncpu > 0 && (long)nranks <= ncpu;
     c->caller_max = env->caller_max != 0               ? env->caller_max
                     : ncpu > 0 && (long)nranks >= ncpu ? UINT64_MAX
                                                        : ZH_CALLER_MAX;

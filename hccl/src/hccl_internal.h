@@ -258,7 +258,6 @@ typedef struct zh_comm {
     uint64_t exec_timeout_ns; /* 0 = never */
     uint32_t spin_iters;
     uint64_t caller_max; /* largest buffer of an op the caller's thread may run whole */
-    int core_each;       /* this host has a core for each rank */
     coll_tuning_t tune;
     coll_reuse_t reuse; /* recent large direct ops, for their store kind; the op's thread */
     const _Atomic uint64_t *verdicts[ZH_MAX_RANKS]; /* every rank's ctrl->verdict (reuse) */

@@ -125,11 +125,11 @@ void zh_op_post(zh_comm_t *c, const zh_task_t *t)
     /* The op's common start, for the store-kind trial's timings (coll_nt.c):
      * a clock read (20-40 ns on a VM) only where that is under 0.3 % */
     mine->posted_ns = op->send_bytes + op->recv_bytes >= ZH_STAMP_MIN ? zc_time_ns() : 0;
-    /* AllGather pulls when the outputs are probably cached and the size
-     * suits pulling on this host (coll_allgather.c). Op k - 1 is done here
-     * (zh_op_turn): the history is op k's to read. */
+    /* AllGather pulls when the outputs are probably cached and large enough
+     * (coll_allgather.c). Op k - 1 is done here (zh_op_turn): the history
+     * is op k's to read. */
     mine->pull =
-        op->kind == ZH_OP_ALLGATHER && coll_allgather_pull_fits(op->recv_bytes, c->core_each) &&
+        op->kind == ZH_OP_ALLGATHER && coll_allgather_pull_fits(op->recv_bytes) &&
         !coll_nt_expect(&c->reuse, &c->tune, c->nranks, op->send_bytes, op->recv_bytes, op->recv);
     int zc_ok = zh_mem_local_covers(c, mine->send_va, op->send_bytes) &&
                 zh_mem_local_covers(c, mine->recv_va, op->recv_bytes);

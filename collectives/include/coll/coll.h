@@ -238,10 +238,9 @@ typedef struct {
 int coll_allreduce_direct(const coll_args_t *a);
 int coll_allreduce_staged(const coll_args_t *a);
 int coll_allgather_direct(const coll_args_t *a); /* count = per-rank send count */
-/* May a rank whose AllGather output is out_bytes ask to pull (coll_args_t.pull,
- * with its output probably cached)? core_each: the host has a core per rank.
- * The answer depends on nothing else, so ranks of one host agree. */
-int coll_allgather_pull_fits(size_t out_bytes, int core_each);
+/* Is an AllGather output of out_bytes per rank large enough for its rank to
+ * ask to pull (coll_args_t.pull, with its output probably cached)? */
+int coll_allgather_pull_fits(size_t out_bytes);
 int coll_allgather_staged(const coll_args_t *a);
 int coll_allgatherv_direct(const coll_args_t *a); /* recv_counts/recv_displs[r] */
 int coll_allgatherv_staged(const coll_args_t *a);

@@ -130,22 +130,16 @@ static void test_allgather_push(void **state)
     }
 }
 
-/* Who may ask to pull: from 1 MiB of output per rank; where ranks share
- * cores, only below 2 MiB (pushing won from there). */
+/* Who may ask to pull: from 1 MiB of output per rank (below, pushing or
+ * pulling is chosen by size alone). */
 static void test_allgather_pull_fits(void **state)
 {
     (void)state;
     const size_t mib = (size_t)1 << 20;
-    for (int core_each = 0; core_each < 2; core_each++) {
-        assert_false(coll_allgather_pull_fits(0, core_each));
-        assert_false(coll_allgather_pull_fits(mib - 1, core_each));
-        assert_true(coll_allgather_pull_fits(mib, core_each));
-        assert_true(coll_allgather_pull_fits(2 * mib - 1, core_each));
-    }
-    assert_false(coll_allgather_pull_fits(2 * mib, 0));
-    assert_false(coll_allgather_pull_fits(SIZE_MAX, 0));
-    assert_true(coll_allgather_pull_fits(2 * mib, 1));
-    assert_true(coll_allgather_pull_fits(SIZE_MAX, 1));
+    assert_false(coll_allgather_pull_fits(0));
+    assert_false(coll_allgather_pull_fits(mib - 1));
+    assert_true(coll_allgather_pull_fits(mib));
+    assert_true(coll_allgather_pull_fits(SIZE_MAX));
 }
 
 /* A staged rank with a NULL send (the root for Broadcast / Scatter) fails

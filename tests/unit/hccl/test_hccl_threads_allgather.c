@@ -30,9 +30,10 @@
  * expects. Rank 0 reuses one output; rank 1 cycles through 8, so after its
  * first 8 ops its history expects each output evicted (streaming) while
  * rank 0's expects cached: a rank choosing alone would pull beside a pushing
- * peer and leave a slot of the peer's output unwritten. 24 ops of 2 MiB
- * per rank at np 2, each output checked (raw bits, a new pattern per op). */
-#define PULL_SEND ((size_t)2 << 20)
+ * peer and leave a slot of the peer's output unwritten. 24 ops of 4 MiB
+ * of output per rank at np 2 and at np 4 (4 threads share the CI machine's
+ * 2 cores), each output checked (raw bits, a new pattern per op). */
+#define PULL_OUT ((size_t)4 << 20)
 #define PULL_OUTS 8
 #define PULL_OPS 24
 
@@ -43,11 +44,12 @@ static int pull_rank(int rank, int nranks, const HcclRootInfo *root, void *arg)
     if (zt_env_open(&env, rank, nranks, root, NULL) != 0) {
         return 1;
     }
-    size_t out_bytes = PULL_SEND * (size_t)nranks;
+    size_t send_bytes = PULL_OUT / (size_t)nranks;
+    size_t out_bytes = send_bytes * (size_t)nranks;
     int fails = zt_env_arena(&env, out_bytes * PULL_OUTS) != 0;
     uint32_t *send = env.zc.va;
     char *outs = (char *)env.zc.va + env.half;
-    size_t words = PULL_SEND / sizeof(uint32_t);
+    size_t words = send_bytes / sizeof(uint32_t);
     for (int i = 0; i < PULL_OPS && fails == 0; i++) {
         uint32_t *out = (uint32_t *)(outs + (rank == 0 ? 0 : (size_t)(i % PULL_OUTS) * out_bytes));
         for (size_t k = 0; k < words; k++) {
@@ -79,6 +81,7 @@ static void test_form_agreed(void **state)
 {
     (void)state;
     assert_int_equal(zt_launch_threads(2, pull_rank, NULL), 0);
+    assert_int_equal(zt_launch_threads(4, pull_rank, NULL), 0);
 }
 
 /* Threads as ranks (procs_s 0). */
