@@ -254,6 +254,18 @@ static void coll_trial_adopt(const coll_reuse_t *r, coll_trial_t *t)
              t->nt ? "streaming" : "cached", t->nt ? streaming : votes - streaming, votes);
 }
 
+/* The kind the shape's next op will run (coll_trial_pick without its side
+ * effects; at the first op after a trial, this rank's own verdict rather
+ * than the ranks' majority). */
+static int coll_trial_next(const coll_trial_t *t)
+{
+    if (t->step < COLL_TRIAL_SETTLE) {
+        return t->prior;
+    }
+    uint32_t step = t->step - COLL_TRIAL_SETTLE;
+    return step < COLL_TRIAL_OPS ? coll_trial_kind(step) : t->nt;
+}
+
 static int coll_trial_pick(coll_reuse_t *r, size_t in_bytes, size_t out_bytes, uint64_t start_ns,
                            int prior)
 {
@@ -400,7 +412,7 @@ int coll_nt_expect(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks,
     for (int k = 0; trial && k < COLL_TRIAL_SLOTS; k++) {
         const coll_trial_t *t = &r->trial[k];
         if (t->in_bytes == in_bytes && t->out_bytes == out_bytes) {
-            return t->nt; /* the last trial's verdict (cached before the first) */
+            return coll_trial_next(t); /* a trial's op: the kind it tries */
         }
     }
     return nt;

@@ -178,9 +178,11 @@ void coll_nt_done(coll_reuse_t *r);
 
 /** Does the store-kind model (coll_nt.c) expect streaming stores for an op
  *  whose every rank reads in_bytes and writes out_bytes, this rank's output
- *  at out, as the next op of r? The last trial's verdict for the shape in
- *  the trial's band. Changes nothing: for the op's post, before it runs
- *  (AllGather's form, coll_allgather.c). */
+ *  at out, as the next op of r? In the trial's band, the kind the shape's
+ *  next op runs: a trial's own kind during a trial (so its cached ops run
+ *  the form that goes with cached stores), else the last verdict. Changes
+ *  nothing: for the op's post, before it runs (AllGather's form,
+ *  coll_allgather.c). */
 int coll_nt_expect(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks, size_t in_bytes,
                    size_t out_bytes, const void *out);
 

@@ -401,6 +401,31 @@ static void test_overlap_counts(void **state)
     assert_int_equal(nt_pick(&r, 2, NT_BUF(503), MIB, NT_BUF(502) - MIB, MIB), 1);
 }
 
+/* What a rank's post says of the next op (coll_nt_expect, which picks
+ * AllGather's form) is the kind the op then runs, through a verdict's hold
+ * and the next trial. Under a streaming verdict that trial's cached ops say
+ * cached, so they run the form that goes with cached stores, and the trial
+ * weighs what each verdict would run. */
+static void test_expect_follows_trial(void **state)
+{
+    (void)state;
+    const size_t size = 3 * MIB;
+    const uint64_t stream_wins[2] = {1000, 800};
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    nt_trial_ops(&r, stream_wins, size);
+    int ran[2] = {0, 0};
+    for (int i = 0; i < NT_FIRST + NT_TRIAL_OPS; i++) {
+        int said = coll_nt_expect(&r, &nt_tune, 2, size, size, NT_BUF(1));
+        int nt = nt_ar(&r, 2, 0, size);
+        assert_int_equal(said, nt);
+        ran[nt]++;
+    }
+    /* the hold streamed; the next trial ran 4 cached ops and 4 streaming */
+    assert_int_equal(ran[0], 4);
+    assert_int_equal(ran[1], NT_FIRST + 4);
+}
+
 /* From W to just under 2 W of data the size rule's streaming is the prior:
  * the settling ops stream, and a trial turns to cached only when cached won
  * by the margin. At 2 W, streaming without a trial. */
@@ -482,7 +507,8 @@ int main(void)
         cmocka_unit_test(test_rotation_streams),   cmocka_unit_test(test_overlap_counts),
         cmocka_unit_test(test_exact_either_kind),  cmocka_unit_test(test_trial),
         cmocka_unit_test(test_trial_start),        cmocka_unit_test(test_shared_verdict),
-        cmocka_unit_test(test_trial_above_window), cmocka_unit_test(test_kind_counts),
+        cmocka_unit_test(test_trial_above_window), cmocka_unit_test(test_expect_follows_trial),
+        cmocka_unit_test(test_kind_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
