@@ -254,16 +254,37 @@ static void coll_trial_adopt(const coll_reuse_t *r, coll_trial_t *t)
              t->nt ? "streaming" : "cached", t->nt ? streaming : votes - streaming, votes);
 }
 
-/* The kind the shape's next op will run (coll_trial_pick without its side
- * effects; at the first op after a trial, this rank's own verdict rather
- * than the ranks' majority). */
-static int coll_trial_next(const coll_trial_t *t)
+/* The kind a shape's op runs at step k of its schedule (settling ops
+ * included): the prior while it settles, a trial's own kind, then the
+ * verdict. Read before the op, at the first op after a trial this is the
+ * rank's own verdict, not yet the ranks' majority (coll_trial_pick adopts
+ * it there). */
+static int coll_trial_kind_at(const coll_trial_t *t, uint32_t k)
 {
-    if (t->step < COLL_TRIAL_SETTLE) {
+    if (k < COLL_TRIAL_SETTLE) {
         return t->prior;
     }
-    uint32_t step = t->step - COLL_TRIAL_SETTLE;
+    uint32_t step = k - COLL_TRIAL_SETTLE; /* within the trial and what follows it */
     return step < COLL_TRIAL_OPS ? coll_trial_kind(step) : t->nt;
+}
+
+/* What a trial does at its step (k - COLL_TRIAL_SETTLE): adopt the ranks'
+ * verdict after its last op, start afresh at its first, time its ops but the
+ * first of each run. */
+static void coll_trial_step(coll_reuse_t *r, coll_trial_t *t, uint32_t step, uint64_t start_ns)
+{
+    if (step == COLL_TRIAL_OPS) {
+        coll_trial_adopt(r, t);
+    }
+    if (step == 0) {
+        t->best_ns[0] = t->best_ns[1] = UINT64_MAX;
+        t->number++;
+    }
+    if (step < COLL_TRIAL_OPS && !coll_trial_first(step)) {
+        r->pend_slot = (int)(t - r->trial) + 1;
+        r->pend_step = step;
+        r->pend_t0 = start_ns != 0 ? start_ns : zc_time_ns();
+    }
 }
 
 static int coll_trial_pick(coll_reuse_t *r, size_t in_bytes, size_t out_bytes, uint64_t start_ns,
@@ -276,27 +297,10 @@ static int coll_trial_pick(coll_reuse_t *r, size_t in_bytes, size_t out_bytes, u
     uint32_t every = t->number <= 1 || t->nt != t->prior ? COLL_TRIAL_FIRST : COLL_TRIAL_EVERY;
     uint32_t end = COLL_TRIAL_SETTLE + COLL_TRIAL_OPS + every;
     t->step = k + 1 == end ? COLL_TRIAL_SETTLE : k + 1;
-    if (k < COLL_TRIAL_SETTLE) {
-        return t->prior;
+    if (k >= COLL_TRIAL_SETTLE) {
+        coll_trial_step(r, t, k - COLL_TRIAL_SETTLE, start_ns);
     }
-    uint32_t step = k - COLL_TRIAL_SETTLE; /* within the trial and what follows it */
-    if (step == COLL_TRIAL_OPS) {
-        coll_trial_adopt(r, t);
-    }
-    if (step >= COLL_TRIAL_OPS) {
-        return t->nt;
-    }
-    if (step == 0) {
-        t->best_ns[0] = t->best_ns[1] = UINT64_MAX;
-        t->number++;
-    }
-    int nt = coll_trial_kind(step);
-    if (!coll_trial_first(step)) {
-        r->pend_slot = (int)(t - r->trial) + 1;
-        r->pend_step = step;
-        r->pend_t0 = start_ns != 0 ? start_ns : zc_time_ns();
-    }
-    return nt;
+    return coll_trial_kind_at(t, k);
 }
 
 void coll_nt_learn(coll_reuse_t *r, uint64_t ns)
@@ -412,7 +416,7 @@ int coll_nt_expect(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks,
     for (int k = 0; trial && k < COLL_TRIAL_SLOTS; k++) {
         const coll_trial_t *t = &r->trial[k];
         if (t->in_bytes == in_bytes && t->out_bytes == out_bytes) {
-            return coll_trial_next(t); /* a trial's op: the kind it tries */
+            return coll_trial_kind_at(t, t->step); /* what the next op runs */
         }
     }
     return nt;
