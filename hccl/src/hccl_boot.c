@@ -29,6 +29,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
@@ -94,6 +95,34 @@ void zh_sock_timeouts(int fd, int ms)
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+int zh_sock_connect(const struct sockaddr *sa, socklen_t len, int ms)
+{
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    int err = connect(fd, sa, len) == 0 ? 0 : errno;
+    if (err == EINPROGRESS || err == EAGAIN) {
+        /* poll's own clock: a signal restarts the wait with what is left */
+        uint64_t end = zc_time_ns() + (uint64_t)ms * 1000000ull;
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        int n;
+        do {
+            uint64_t now = zc_time_ns();
+            n = now >= end ? 0 : poll(&p, 1, (int)((end - now) / 1000000ull + 1));
+        } while (n < 0 && errno == EINTR);
+        socklen_t l = sizeof(err);
+        err = n == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) == 0 ? err : ETIMEDOUT;
+    }
+    if (err != 0) {
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
 }
 
 void zh_send_status(int fd, uint32_t magic, int status)
@@ -260,7 +289,8 @@ static int zh_root_gone(const zh_join_t *j, int grace_ms)
     return 0;
 }
 
-/* One connect; ZC_OK with *out, ZH_RETRY, or a final error. */
+/* One connect, bounded by what is left of the connect timeout; ZC_OK with
+ * *out, ZH_RETRY, or a final error. */
 static int zh_join_connect(const zh_join_t *j, int *out)
 {
     struct sockaddr_in sa;
@@ -274,16 +304,14 @@ static int zh_join_connect(const zh_join_t *j, int *out)
         ZC_WARN(ZC_SUB_BOOT, "root info holds IP \"%s\", not an IPv4 address", ip);
         return ZC_ERR_INVAL;
     }
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        return ZC_ERR_SYS;
-    }
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+    uint64_t now = zc_time_ns();
+    uint64_t left_ms = j->deadline > now ? (j->deadline - now) / 1000000ull + 1 : 1;
+    int fd = zh_sock_connect((struct sockaddr *)&sa, sizeof(sa), (int)ZC_MIN(left_ms, 60000ull));
+    if (fd >= 0) {
         *out = fd;
         return ZC_OK;
     }
     int e = errno;
-    close(fd);
     if (e == ECONNREFUSED) {
         /* The listener exists from HcclGetRootInfo until its session ends. */
         if (zh_root_gone(j, ZH_DEATH_GRACE_MS)) {
@@ -295,9 +323,11 @@ static int zh_join_connect(const zh_join_t *j, int *out)
                 j->rank, ip, (unsigned)j->rec.port, (int)j->rec.pid);
         return ZC_ERR_INVAL;
     }
-    if (zc_time_ns() > j->deadline) {
-        ZC_WARN(ZC_SUB_BOOT, "cannot connect to the root at %s:%u: %s", ip, (unsigned)j->rec.port,
-                strerror(e));
+    if (zc_time_ns() >= j->deadline) {
+        ZC_WARN(ZC_SUB_BOOT,
+                "rank %u: cannot connect to the root at %s:%u within the connect "
+                "timeout: %s",
+                j->rank, ip, (unsigned)j->rec.port, strerror(e));
         return ZC_ERR_CONNECT;
     }
     return ZH_RETRY;

@@ -42,6 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "hccl_internal.h"
 
@@ -251,6 +252,12 @@ void zh_backoff(uint32_t *ms, uint64_t deadline);
 
 /** Set both socket timeouts to ms and TCP_NODELAY. */
 void zh_sock_timeouts(int fd, int ms);
+
+/** Connect a new stream socket to sa, waiting at most ms (non-blocking
+ *  connect and poll: a silent address costs ms, never the kernel's SYN
+ *  retries). The connected, blocking fd; or -1 with errno (ETIMEDOUT when
+ *  ms passed). */
+int zh_sock_connect(const struct sockaddr *sa, socklen_t len, int ms);
 
 /** Send {magic, status} (best effort). */
 void zh_send_status(int fd, uint32_t magic, int status);

@@ -12,6 +12,7 @@
  * read the root info, and all run the root-info init. Rank 0 stops serving
  * when its init returns: by then every rank has joined.
  */
+#include "hccl_boot.h"
 #include "hccl_ranktable.h"
 
 #include <arpa/inet.h>
@@ -123,12 +124,15 @@ static HcclResult zh_rt_fetch(const zh_rt_t *t, uint32_t rank, const struct sock
     uint64_t limit = zc_config()->connect_timeout_s * 1000000000ull;
     uint64_t start = zc_time_ns();
     for (;;) {
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            ZC_WARN(ZC_SUB_INIT, "rank %u: socket: %s", rank, strerror(errno));
+        uint64_t left = limit - ZC_MIN(zc_time_ns() - start, limit);
+        int fd = zh_sock_connect((const struct sockaddr *)a, alen, (int)(left / 1000000ull + 1));
+        if (fd < 0 && errno != ECONNREFUSED && errno != ENOENT && errno != ETIMEDOUT &&
+            errno != EAGAIN) {
+            ZC_WARN(ZC_SUB_INIT, "rank %u: connect to @%s: %s", rank, a->sun_path + 1,
+                    strerror(errno));
             return HCCL_E_SYSCALL;
         }
-        if (connect(fd, (const struct sockaddr *)a, alen) == 0) {
+        if (fd >= 0) {
             if (!zh_rt_peer_uid_ok(fd)) {
                 close(fd);
                 ZC_WARN(ZC_SUB_INIT,
@@ -144,8 +148,6 @@ static HcclResult zh_rt_fetch(const zh_rt_t *t, uint32_t rank, const struct sock
             if (n == (ssize_t)sizeof(*info)) {
                 return HCCL_SUCCESS;
             }
-        } else {
-            close(fd);
         }
         if (zc_time_ns() - start > limit) {
             ZC_WARN(ZC_SUB_INIT,

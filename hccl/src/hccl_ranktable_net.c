@@ -36,7 +36,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -299,25 +298,10 @@ static HcclResult zh_rt_net_root(const zh_rt_t *t, const uint8_t key[16], const 
 /* One connect to sa, bounded by ms; the connected (blocking) fd or -1. */
 static int zh_rt_connect(const struct sockaddr_in *sa, int ms)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        return -1;
+    int fd = zh_sock_connect((const struct sockaddr *)sa, sizeof(*sa), ms);
+    if (fd >= 0) {
+        zh_sock_timeouts(fd, ms);
     }
-    int err = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0 ? 0 : errno;
-    if (err == EINPROGRESS) {
-        struct pollfd p = {.fd = fd, .events = POLLOUT};
-        socklen_t l = sizeof(err);
-        err = poll(&p, 1, ms) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) == 0
-                  ? err
-                  : ETIMEDOUT;
-    }
-    if (err != 0) {
-        close(fd);
-        errno = err;
-        return -1;
-    }
-    (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    zh_sock_timeouts(fd, ms);
     return fd;
 }
 
