@@ -102,6 +102,7 @@ static int zc_cfg_text_ok(const zc_cfg_entry_t *e, const char *text)
     }
     switch (e->type) {
     case ZC_CFG_STR:
+    case ZC_CFG_SECRET:
         return len >= e->min && len <= e->max;
     case ZC_CFG_IPV4:
         return len == 0 || inet_pton(AF_INET, text, &a) == 1;
@@ -145,6 +146,9 @@ static void zc_cfg_range(const zc_cfg_entry_t *e, char *buf, size_t n)
     case ZC_CFG_STR:
         snprintf(buf, n, "text of at most %llu bytes", (unsigned long long)e->max);
         break;
+    case ZC_CFG_SECRET:
+        snprintf(buf, n, "text of at most %llu bytes (never printed)", (unsigned long long)e->max);
+        break;
     case ZC_CFG_IPV4:
         snprintf(buf, n, "a dotted IPv4 address");
         break;
@@ -161,6 +165,9 @@ static void zc_cfg_warn_bad(const zc_cfg_entry_t *e, const char *value)
 {
     char range[160];
     zc_cfg_range(e, range, sizeof(range));
+    if (e->type == ZC_CFG_SECRET) {
+        value = "(not shown)";
+    }
     ZC_WARN(ZC_SUB_INIT,
             "environment %s=\"%.64s%s\" is invalid (valid: %s); using the default "
             "\"%s\"",
@@ -272,6 +279,9 @@ static void zc_cfg_value(const zc_cfg_entry_t *e, const zc_config_t *cfg, char *
         break;
     case ZC_CFG_BOOL:
         snprintf(buf, n, "%s", *(const int *)(const void *)field ? "true" : "false");
+        break;
+    case ZC_CFG_SECRET:
+        snprintf(buf, n, "%s", field[0] != '\0' ? "(set)" : "");
         break;
     default:
         snprintf(buf, n, "%s", field);

@@ -269,6 +269,24 @@ ZC_EXPORT uint64_t zccl_comm_net_bytes(HcclComm comm)
     return c != NULL && c->hier != NULL ? zh_hier_net_bytes(c) : 0;
 }
 
+ZC_EXPORT size_t zccl_comm_net_address(HcclComm comm, void *buf, size_t cap)
+{
+    zh_comm_t *c = zh_comm_lookup(comm);
+    size_t len = 0;
+    const void *a = c != NULL && c->hier != NULL ? zh_hier_net_address(c, &len) : NULL;
+    if (a == NULL || len > cap) {
+        return 0;
+    }
+    memcpy(buf, a, len);
+    return len;
+}
+
+ZC_EXPORT uint64_t zccl_comm_net_dropped(HcclComm comm)
+{
+    zh_comm_t *c = zh_comm_lookup(comm);
+    return c != NULL && c->hier != NULL ? zh_hier_net_dropped(c) : 0;
+}
+
 ZC_EXPORT int zccl_comm_hosts(HcclComm comm)
 {
     zh_comm_t *c = zh_comm_lookup(comm);

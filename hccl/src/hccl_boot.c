@@ -261,6 +261,26 @@ int zh_addr_is_local(const struct sockaddr_in *sa)
     return local;
 }
 
+void zh_key_with_secret(const uint8_t in[16], char domain, uint8_t out[16])
+{
+    const char *secret = zc_config()->job_secret;
+    if (secret[0] == '\0') {
+        memmove(out, in, 16);
+        return;
+    }
+    uint8_t k[16];
+    zh_boot_mac(in, domain, secret, strlen(secret), NULL, 0, NULL, 0, k);
+    memcpy(out, k, sizeof(k));
+}
+
+void zh_boot_net_key(const HcclRootInfo *info, uint8_t key[16])
+{
+    uint8_t k[16];
+    memcpy(k, info->internal + ZH_RI_OFFSET + offsetof(zh_rootrec_t, uuid), sizeof(k));
+    zh_key_with_secret(k, 'S', k);
+    zh_boot_mac(k, 'N', NULL, 0, NULL, 0, NULL, 0, key);
+}
+
 /* ---- joining ------------------------------------------------------------------------ */
 
 typedef struct {
@@ -538,6 +558,7 @@ int zh_boot_join(const HcclRootInfo *info, uint32_t nranks, uint32_t rank,
 {
     zh_join_t j = {info, {0}, -1, nranks, rank, mine, zc_time_ns() + timeout_ns, {0}, {0}};
     memcpy(&j.rec, info->internal + ZH_RI_OFFSET, sizeof(j.rec));
+    zh_key_with_secret(j.rec.uuid, 'S', j.rec.uuid); /* ZCCL_JOB_SECRET, when set */
     if (j.rec.magic != ZH_RI_MAGIC || memchr(info->internal, '\0', ZH_RI_OFFSET) == NULL) {
         ZC_WARN(ZC_SUB_BOOT, "rank %u: root info is not from HcclGetRootInfo (magic 0x%08x)", rank,
                 j.rec.magic);

@@ -277,6 +277,15 @@ int zh_tcp_peer_uid(int fd, uint32_t *uid);
  */
 int zh_boot_root_create_at(HcclRootInfo *info, const char *fallback_ip);
 
+/** out = the 128-bit key in keyed further with ZCCL_JOB_SECRET under domain
+ *  (a mac), or in itself when no job secret is set (out may be in). */
+void zh_key_with_secret(const uint8_t in[16], char domain, uint8_t out[16]);
+
+/** The communicator's secret for its traffic across hosts (hccl_net.h's
+ *  sealed tags): derived from the root info's unique id (and the job
+ *  secret); every member holds it, it never crosses the wire. */
+void zh_boot_net_key(const HcclRootInfo *info, uint8_t key[16]);
+
 /** Is sa an address of this host (network namespace)? Loopback counts. */
 struct sockaddr_in;
 int zh_addr_is_local(const struct sockaddr_in *sa);

@@ -514,7 +514,7 @@ static int zh_boot_root_serve(int lfd, const uint8_t uuid[16], uint64_t deadline
         return ZC_ERR_NOMEM;
     }
     s->lfd = lfd;
-    memcpy(s->uuid, uuid, sizeof(s->uuid));
+    zh_key_with_secret(uuid, 'S', s->uuid); /* ZCCL_JOB_SECRET, when set */
     s->deadline = deadline_ns;
     for (int r = 0; r < ZH_MAX_COMM_RANKS; r++) {
         s->conn[r] = -1;

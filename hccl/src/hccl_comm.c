@@ -198,7 +198,9 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
                  u[2], u[3], u[4], u[5], u[6], u[7]);
     }
     if (c->hier != NULL) {
-        ZC_CHECK_GOTO(zh_hier_connect(c, addrs, addrs_len), st, fail);
+        uint8_t key[16];
+        zh_boot_net_key(info, key);
+        ZC_CHECK_GOTO(zh_hier_connect(c, key, addrs, addrs_len), st, fail);
     } else {
         ZC_CHECK_GOTO(zh_mem_attach(c), st, fail);
     }

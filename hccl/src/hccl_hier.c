@@ -160,14 +160,14 @@ int zh_hier_setup(zh_comm_t *c, const zh_boot_entry_t *table, const void **addr,
     return ZC_OK;
 }
 
-int zh_hier_connect(zh_comm_t *c, const uint8_t *all, size_t all_len)
+int zh_hier_connect(zh_comm_t *c, const uint8_t key[16], const uint8_t *all, size_t all_len)
 {
     zh_hier_t *h = c->hier;
     if (all == NULL) {
         ZC_WARN(ZC_SUB_INIT, "rank %d: the root sent no transport addresses", c->rank);
         return ZC_ERR_INTERNAL;
     }
-    ZC_CHECK(zh_net_connect(h->net, h->remote, all, all_len));
+    ZC_CHECK(zh_net_connect(h->net, key, h->remote, all, all_len));
     snprintf(h->local->name, sizeof(h->local->name), "%.100s.host%d", c->name,
              h->level[ZH_LEVEL_HOST].group);
     return zh_mem_attach(h->local);
@@ -194,6 +194,16 @@ void zh_hier_destroy(zh_comm_t *c)
     pthread_mutex_destroy(&h->run);
     free(h);
     c->hier = NULL;
+}
+
+const void *zh_hier_net_address(zh_comm_t *c, size_t *len)
+{
+    return zh_net_address(c->hier->net, len);
+}
+
+uint64_t zh_hier_net_dropped(zh_comm_t *c)
+{
+    return zh_net_dropped(c->hier->net);
 }
 
 uint64_t zh_hier_net_bytes(zh_comm_t *c)

@@ -493,9 +493,11 @@ zh_comm_t *zh_comm_inner(zh_comm_t *c);
 
 /* hccl_hier.c: the tier across hosts (hccl_hier.h) */
 int zh_hier_setup(zh_comm_t *c, const zh_boot_entry_t *table, const void **addr, size_t *len);
-int zh_hier_connect(zh_comm_t *c, const uint8_t *all, size_t all_len);
+int zh_hier_connect(zh_comm_t *c, const uint8_t key[16], const uint8_t *all, size_t all_len);
 void zh_hier_destroy(zh_comm_t *c);
 uint64_t zh_hier_net_bytes(zh_comm_t *c);
+const void *zh_hier_net_address(zh_comm_t *c, size_t *len);
+uint64_t zh_hier_net_dropped(zh_comm_t *c);
 int zh_hier_hosts(zh_comm_t *c);
 HcclResult zh_hier_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream);
 HcclResult zh_hier_p2p_submit(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,

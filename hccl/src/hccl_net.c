@@ -33,6 +33,8 @@
 #define ZH_NET_SPIN 256u
 #define ZH_NET_REAP_NS 1000000000ull
 #define ZH_NET_EAGER_MAX 64
+/* Unexpected messages looked at per progress round. */
+#define ZH_NET_DRAIN_MAX 256
 
 /* ---- libucp, opened on first use ------------------------------------------------------ */
 
@@ -52,6 +54,8 @@
     X(ucp_tag_send_nbx)                                                                            \
     X(ucp_tag_recv_nbx)                                                                            \
     X(ucp_tag_recv_request_test)                                                                   \
+    X(ucp_tag_probe_nb)                                                                            \
+    X(ucp_tag_msg_recv_nbx)                                                                        \
     X(ucp_request_check_status)                                                                    \
     X(ucp_request_cancel)                                                                          \
     X(ucp_request_free)                                                                            \
@@ -105,6 +109,11 @@ struct zh_net {
     zh_net_peer_t *peer; /* by rank; ep NULL for ranks on this host */
     uint8_t *addrs;      /* the address list from init, while endpoints are lazy */
     int closing;
+    uint8_t key[16];        /* the communicator's secret (zh_net_connect) */
+    const uint8_t *remote;  /* by rank: on another host (the caller's, outlives the net) */
+    uint32_t cur_seq;       /* the latest collective this rank sent or received for */
+    uint64_t dropped;       /* messages dropped as not from a member */
+    unsigned char sink[64]; /* where a dropped message's first bytes go */
 };
 
 static int zh_net_fail(const zh_net_t *n, const char *what, ucs_status_t s)
@@ -218,8 +227,11 @@ static int zh_net_ep_open(zh_net_t *n, int r, const uint8_t *a)
     return ZC_OK;
 }
 
-int zh_net_connect(zh_net_t *n, const uint8_t *remote, const uint8_t *all, size_t all_len)
+int zh_net_connect(zh_net_t *n, const uint8_t key[16], const uint8_t *remote, const uint8_t *all,
+                   size_t all_len)
 {
+    memcpy(n->key, key, sizeof(n->key));
+    n->remote = remote;
     size_t off = 4u * (size_t)n->nranks;
     int nremote = 0;
     for (int r = 0; r < n->nranks; r++) {
@@ -309,6 +321,10 @@ void zh_net_destroy(zh_net_t *n, int broken)
     if (n == NULL) {
         return;
     }
+    if (n->dropped > 0) {
+        ZC_INFO(ZC_SUB_COMM, "rank %d: %llu messages from outside the communicator dropped",
+                n->rank, (unsigned long long)n->dropped);
+    }
     n->closing = 1;
     if (n->worker != NULL) {
         zh_net_close_all(n, broken);
@@ -347,6 +363,51 @@ static int zh_net_posted(zh_net_t *n, ucs_status_ptr_t sp, int peer, size_t byte
     return ZC_OK;
 }
 
+/* A collective's tag moves the window of collectives we accept messages for. */
+static void zh_net_seq_seen(zh_net_t *n, uint64_t tag)
+{
+    if ((tag >> 63) != 0) {
+        n->cur_seq = (uint32_t)((tag >> 40) & 0x7fffffu);
+    }
+}
+
+/* Drop the unexpected messages at the head of the worker's queue that no
+ * member could have sent (their tag does not open to a plausible one): the
+ * first bytes land in the sink, the rest is discarded by UCX (truncation),
+ * so a flood costs what one progress round reads, not what it sends. A
+ * plausible message at the head (a peer's message for an op we have not
+ * posted yet) stops the round; it is taken by its receive soon. */
+static void zh_net_drain(zh_net_t *n)
+{
+    for (int i = 0; i < ZH_NET_DRAIN_MAX; i++) {
+        ucp_tag_recv_info_t info;
+        if (zh_ucp.ucp_tag_probe_nb(n->worker, 0, 0, 0, &info) == NULL) {
+            return;
+        }
+        uint64_t tag = zh_net_tag_open(n->key, info.sender_tag);
+        if (n->remote == NULL || zh_net_tag_plausible(tag, n->cur_seq, n->remote, n->nranks)) {
+            return;
+        }
+        ucp_tag_message_h m = zh_ucp.ucp_tag_probe_nb(n->worker, info.sender_tag, ~0ull, 1, &info);
+        if (m == NULL) {
+            return;
+        }
+        ucp_request_param_t rp = {.op_attr_mask = 0};
+        ucs_status_ptr_t q =
+            zh_ucp.ucp_tag_msg_recv_nbx(n->worker, n->sink, sizeof(n->sink), m, &rp);
+        if (UCS_PTR_IS_PTR(q)) {
+            zh_ucp.ucp_request_free(q); /* UCX completes and releases it */
+        }
+        if (n->dropped++ == 0) {
+            ZC_WARN(ZC_SUB_COMM,
+                    "rank %d: dropped a message of %zu bytes with a tag no member could have "
+                    "sent (0x%016llx): someone outside the communicator reaches this rank's "
+                    "UCX port; later ones are counted (logged at destroy)",
+                    n->rank, info.length, (unsigned long long)info.sender_tag);
+        }
+    }
+}
+
 int zh_net_isend(zh_net_t *n, int peer, uint64_t tag, const void *buf, size_t bytes,
                  zh_net_req_t *r)
 {
@@ -359,8 +420,10 @@ int zh_net_isend(zh_net_t *n, int peer, uint64_t tag, const void *buf, size_t by
         return p->failed ? ZC_ERR_REMOTE : ZC_ERR_INTERNAL;
     }
     ucp_request_param_t rp = {.op_attr_mask = 0};
-    return zh_net_posted(n, zh_ucp.ucp_tag_send_nbx(p->ep, buf, bytes, tag, &rp), peer, bytes, 0,
-                         r);
+    zh_net_seq_seen(n, tag);
+    return zh_net_posted(
+        n, zh_ucp.ucp_tag_send_nbx(p->ep, buf, bytes, zh_net_tag_seal(n->key, tag), &rp), peer,
+        bytes, 0, r);
 }
 
 int zh_net_irecv(zh_net_t *n, int peer, uint64_t tag, void *buf, size_t bytes, zh_net_req_t *r)
@@ -369,7 +432,9 @@ int zh_net_irecv(zh_net_t *n, int peer, uint64_t tag, void *buf, size_t bytes, z
      * dead sender is seen before the exec timeout. */
     (void)zh_net_ep(n, peer);
     ucp_request_param_t rp = {.op_attr_mask = 0};
-    return zh_net_posted(n, zh_ucp.ucp_tag_recv_nbx(n->worker, buf, bytes, tag, ~0ull, &rp), peer,
+    zh_net_seq_seen(n, tag);
+    uint64_t wire = zh_net_tag_seal(n->key, tag);
+    return zh_net_posted(n, zh_ucp.ucp_tag_recv_nbx(n->worker, buf, bytes, wire, ~0ull, &rp), peer,
                          bytes, 1, r);
 }
 
@@ -452,6 +517,7 @@ int zh_net_wait(zh_net_t *n, zh_net_req_t *r, int count, uint64_t timeout_ns, zh
         int pending = 0;
         while (zh_ucp.ucp_worker_progress(n->worker) != 0) {
         }
+        zh_net_drain(n);
         for (int i = 0; i < count; i++) {
             pending += !zh_net_reap(n, &r[i]);
         }
@@ -487,4 +553,15 @@ int zh_net_wait(zh_net_t *n, zh_net_req_t *r, int count, uint64_t timeout_ns, zh
 const char *zh_net_transport(zh_net_t *n, int peer)
 {
     return n->peer[peer].ep != NULL ? n->peer[peer].tl : "?";
+}
+
+const void *zh_net_address(const zh_net_t *n, size_t *len)
+{
+    *len = n->addr_len;
+    return n->addr;
+}
+
+uint64_t zh_net_dropped(const zh_net_t *n)
+{
+    return n->dropped;
 }

@@ -36,6 +36,20 @@
 #define ZH_TAG_P2P(seq, src)                                                                       \
     ((((uint64_t)(seq)&0x7fffffull) << 40) | (((uint64_t)(src)&0xfffull) << 28))
 
+/* A peer runs at most this many collectives ahead of the latest one this
+ * rank posted a transfer for; older ones are over (or failed). */
+#define ZH_NET_SEQ_AHEAD 1024u
+
+/** The tag that crosses the wire for logical tag `tag`: a keyed permutation
+ *  (hccl_net_tag.c). zh_net_tag_open is its inverse. */
+uint64_t zh_net_tag_seal(const uint8_t key[16], uint64_t tag);
+uint64_t zh_net_tag_open(const uint8_t key[16], uint64_t wire);
+
+/** Could a member have sent logical tag `tag` to us now? 1 when its sender is
+ *  a rank of another host (remote_src[src]) and it is a point-to-point tag or
+ *  a collective of seq in [cur_seq, cur_seq + ZH_NET_SEQ_AHEAD). */
+int zh_net_tag_plausible(uint64_t tag, uint32_t cur_seq, const uint8_t *remote_src, int nranks);
+
 typedef struct zh_net zh_net_t;
 
 /* One outstanding send or receive. */
@@ -52,8 +66,10 @@ typedef struct {
 int zh_net_create(int rank, int nranks, zh_net_t **out, const void **addr, size_t *len);
 
 /** Endpoints to every rank r with remote[r] set, from the go message's
- *  address list (nranks 32-bit lengths, then the addresses). */
-int zh_net_connect(zh_net_t *n, const uint8_t *remote, const uint8_t *all, size_t all_len);
+ *  address list (nranks 32-bit lengths, then the addresses); key: the
+ *  communicator's 128-bit secret (zh_boot_net_key), which seals every tag. */
+int zh_net_connect(zh_net_t *n, const uint8_t key[16], const uint8_t *remote, const uint8_t *all,
+                   size_t all_len);
 
 /** Close every endpoint (forcibly when the comm broke) and free it all. */
 void zh_net_destroy(zh_net_t *n, int broken);
@@ -79,6 +95,12 @@ int zh_net_wait(zh_net_t *n, zh_net_req_t *r, int count, uint64_t timeout_ns, zh
 
 /** Cancel and reap every request of r that is still pending. */
 void zh_net_cancel(zh_net_t *n, zh_net_req_t *r, int count);
+
+/** This rank's worker address (what it published at init) and its length. */
+const void *zh_net_address(const zh_net_t *n, size_t *len);
+
+/** Messages dropped as sent by no member (their tags open to nothing plausible). */
+uint64_t zh_net_dropped(const zh_net_t *n);
 
 /** The name of the transport UCX chose towards peer (for the log), or "?". */
 const char *zh_net_transport(zh_net_t *n, int peer);

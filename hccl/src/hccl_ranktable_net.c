@@ -106,6 +106,7 @@ static void zh_rt_key(const char *buf, long len, uint8_t key[16])
     uint64_t h1 = zh_siphash(k, (const uint8_t *)buf, (size_t)len);
     memcpy(key, &h0, 8);
     memcpy(key + 8, &h1, 8);
+    zh_key_with_secret(key, 'J', key); /* ZCCL_JOB_SECRET, when set */
 }
 
 /* XOR the unique id in info with the pad of this exchange (both ways). */

@@ -40,6 +40,16 @@ __attribute__((visibility("default"))) uint64_t zccl_comm_net_bytes(HcclComm com
 /** Hosts the communicator spans (1 on one host), 0 for a bad handle. */
 __attribute__((visibility("default"))) int zccl_comm_hosts(HcclComm comm);
 
+/** Copy this rank's UCX worker address (as published to its peers at init:
+ *  interface, IP and port, nothing secret) into buf of cap bytes; its length,
+ *  0 on one host or when it does not fit. The security tests' outsider
+ *  aims at it. */
+__attribute__((visibility("default"))) size_t zccl_comm_net_address(HcclComm comm, void *buf,
+                                                                    size_t cap);
+
+/** Messages from outside the communicator this rank dropped (0 on one host). */
+__attribute__((visibility("default"))) uint64_t zccl_comm_net_dropped(HcclComm comm);
+
 /** Where this process sees [va, va + bytes) of rank peer's activated memory
  *  (its shadow window; va itself for this rank and same-process peers), or
  *  NULL when it is not active there or the communicator spans hosts. */

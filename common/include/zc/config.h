@@ -26,14 +26,16 @@
 /* Value kinds. UINT: decimal digits only, min..max. BOOL: true/false, 1/0,
  * yes/no, on/off. STR: any text of at most max bytes. IPV4: a dotted IPv4
  * address. LEVEL: a log level name. SUBSYS: a comma list of log subsystem
- * names (see zc/log.h), a leading ^ inverting it. */
+ * names (see zc/log.h), a leading ^ inverting it. SECRET: text like STR
+ * that is never printed (the dump and the warnings say whether it is set). */
 typedef enum {
     ZC_CFG_UINT,
     ZC_CFG_BOOL,
     ZC_CFG_STR,
     ZC_CFG_IPV4,
     ZC_CFG_LEVEL,
-    ZC_CFG_SUBSYS
+    ZC_CFG_SUBSYS,
+    ZC_CFG_SECRET
 } zc_cfg_type_t;
 
 /* Bytes a string value may hold (the field is one more, for the NUL). */
@@ -57,6 +59,10 @@ typedef enum {
     X(ZCCL_RANKTABLE_PORT, ZC_CFG_UINT, ranktable_port, "60001", 1, 65535,                         \
       "TCP port on which the rank table's rank 0 serves the root info when the table names "       \
       "several servers (on its server's address from the table)")                                  \
+    X(ZCCL_JOB_SECRET, ZC_CFG_SECRET, job_secret, "", 0, ZC_CFG_STR_MAX,                           \
+      "A secret every rank of the job is given (e.g. 32 random bytes, hex): the rank-table "       \
+      "rendezvous and the tags across hosts are keyed with it too, so whoever guesses a rank "     \
+      "table still cannot fetch its root info or reach into its communicators; never printed")     \
     X(HCCL_DETERMINISTIC, ZC_CFG_BOOL, deterministic, "true", 0, 1,                                \
       "Fixed reduction order (zccl is always deterministic; false is accepted)")                   \
     X(HCCL_WHITELIST_DISABLE, ZC_CFG_BOOL, whitelist_disable, "true", 0, 1,                        \
@@ -106,6 +112,7 @@ typedef struct {
 #define ZC_CFG_FIELD_ZC_CFG_IPV4(f) ZC_CFG_FIELD_STR(f)
 #define ZC_CFG_FIELD_ZC_CFG_LEVEL(f) ZC_CFG_FIELD_STR(f)
 #define ZC_CFG_FIELD_ZC_CFG_SUBSYS(f) ZC_CFG_FIELD_STR(f)
+#define ZC_CFG_FIELD_ZC_CFG_SECRET(f) ZC_CFG_FIELD_STR(f)
     ZC_CONFIG_TABLE(ZC_CFG_FIELD)
 #undef ZC_CFG_FIELD
 } zc_config_t;
