@@ -110,8 +110,7 @@ struct zh_net {
     uint8_t *addrs;      /* the address list from init, while endpoints are lazy */
     int closing;
     uint8_t key[16];        /* the communicator's secret (zh_net_connect) */
-    const uint8_t *remote;  /* by rank: on another host (the caller's, outlives the net) */
-    uint32_t cur_seq;       /* the latest collective this rank sent or received for */
+    uint16_t mark;          /* bits 63..48 of every member's tag */
     uint64_t dropped;       /* messages dropped as not from a member */
     unsigned char sink[64]; /* where a dropped message's first bytes go */
 };
@@ -231,7 +230,7 @@ int zh_net_connect(zh_net_t *n, const uint8_t key[16], const uint8_t *remote, co
                    size_t all_len)
 {
     memcpy(n->key, key, sizeof(n->key));
-    n->remote = remote;
+    n->mark = zh_net_tag_mark(key);
     size_t off = 4u * (size_t)n->nranks;
     int nremote = 0;
     for (int r = 0; r < n->nranks; r++) {
@@ -363,47 +362,35 @@ static int zh_net_posted(zh_net_t *n, ucs_status_ptr_t sp, int peer, size_t byte
     return ZC_OK;
 }
 
-/* A collective's tag moves the window of collectives we accept messages for. */
-static void zh_net_seq_seen(zh_net_t *n, uint64_t tag)
-{
-    if ((tag >> 63) != 0) {
-        n->cur_seq = (uint32_t)((tag >> 40) & 0x7fffffu);
-    }
-}
-
-/* Drop the unexpected messages at the head of the worker's queue that no
- * member could have sent (their tag does not open to a plausible one): the
- * first bytes land in the sink, the rest is discarded by UCX (truncation),
- * so a flood costs what one progress round reads, not what it sends. A
- * plausible message at the head (a peer's message for an op we have not
- * posted yet) stops the round; it is taken by its receive soon. */
+/* Drop every unexpected message without the communicator's mark: for each
+ * bit of the mark, UCX finds the messages whose bit differs wherever they
+ * lie in its queue (a probe with a one-bit mask). The first bytes land in
+ * the sink, the rest is discarded by UCX (truncation), so a flood costs
+ * what one progress round reads, not what it sends. */
 static void zh_net_drain(zh_net_t *n)
 {
-    for (int i = 0; i < ZH_NET_DRAIN_MAX; i++) {
-        ucp_tag_recv_info_t info;
-        if (zh_ucp.ucp_tag_probe_nb(n->worker, 0, 0, 0, &info) == NULL) {
-            return;
-        }
-        uint64_t tag = zh_net_tag_open(n->key, info.sender_tag);
-        if (n->remote == NULL || zh_net_tag_plausible(tag, n->cur_seq, n->remote, n->nranks)) {
-            return;
-        }
-        ucp_tag_message_h m = zh_ucp.ucp_tag_probe_nb(n->worker, info.sender_tag, ~0ull, 1, &info);
-        if (m == NULL) {
-            return;
-        }
-        ucp_request_param_t rp = {.op_attr_mask = 0};
-        ucs_status_ptr_t q =
-            zh_ucp.ucp_tag_msg_recv_nbx(n->worker, n->sink, sizeof(n->sink), m, &rp);
-        if (UCS_PTR_IS_PTR(q)) {
-            zh_ucp.ucp_request_free(q); /* UCX completes and releases it */
-        }
-        if (n->dropped++ == 0) {
-            ZC_WARN(ZC_SUB_COMM,
-                    "rank %d: dropped a message of %zu bytes with a tag no member could have "
-                    "sent (0x%016llx): someone outside the communicator reaches this rank's "
-                    "UCX port; later ones are counted (logged at destroy)",
-                    n->rank, info.length, (unsigned long long)info.sender_tag);
+    for (int b = 0; b < 16; b++) {
+        uint64_t mask = 1ull << (48 + b);
+        uint64_t foreign = ((uint64_t)(~n->mark >> b) & 1u) << (48 + b);
+        for (int i = 0; i < ZH_NET_DRAIN_MAX; i++) {
+            ucp_tag_recv_info_t info;
+            ucp_tag_message_h m = zh_ucp.ucp_tag_probe_nb(n->worker, foreign, mask, 1, &info);
+            if (m == NULL) {
+                break;
+            }
+            ucp_request_param_t rp = {.op_attr_mask = 0};
+            ucs_status_ptr_t q =
+                zh_ucp.ucp_tag_msg_recv_nbx(n->worker, n->sink, sizeof(n->sink), m, &rp);
+            if (UCS_PTR_IS_PTR(q)) {
+                zh_ucp.ucp_request_free(q); /* UCX completes and releases it */
+            }
+            if (n->dropped++ == 0) {
+                ZC_WARN(ZC_SUB_COMM,
+                        "rank %d: dropped a message of %zu bytes without the communicator's "
+                        "mark (tag 0x%016llx): someone outside the communicator reaches this "
+                        "rank's UCX port; later ones are counted (logged at destroy)",
+                        n->rank, info.length, (unsigned long long)info.sender_tag);
+            }
         }
     }
 }
@@ -420,7 +407,6 @@ int zh_net_isend(zh_net_t *n, int peer, uint64_t tag, const void *buf, size_t by
         return p->failed ? ZC_ERR_REMOTE : ZC_ERR_INTERNAL;
     }
     ucp_request_param_t rp = {.op_attr_mask = 0};
-    zh_net_seq_seen(n, tag);
     return zh_net_posted(
         n, zh_ucp.ucp_tag_send_nbx(p->ep, buf, bytes, zh_net_tag_seal(n->key, tag), &rp), peer,
         bytes, 0, r);
@@ -432,7 +418,6 @@ int zh_net_irecv(zh_net_t *n, int peer, uint64_t tag, void *buf, size_t bytes, z
      * dead sender is seen before the exec timeout. */
     (void)zh_net_ep(n, peer);
     ucp_request_param_t rp = {.op_attr_mask = 0};
-    zh_net_seq_seen(n, tag);
     uint64_t wire = zh_net_tag_seal(n->key, tag);
     return zh_net_posted(n, zh_ucp.ucp_tag_recv_nbx(n->worker, buf, bytes, wire, ~0ull, &rp), peer,
                          bytes, 1, r);
@@ -515,9 +500,11 @@ int zh_net_wait(zh_net_t *n, zh_net_req_t *r, int count, uint64_t timeout_ns, zh
     uint64_t start = 0;
     for (uint32_t it = 0;; it++) {
         int pending = 0;
-        while (zh_ucp.ucp_worker_progress(n->worker) != 0) {
+        /* Drained at every round, so a flood costs one round's reads. */
+        for (unsigned ev = 1; ev != 0;) {
+            ev = zh_ucp.ucp_worker_progress(n->worker);
+            zh_net_drain(n);
         }
-        zh_net_drain(n);
         for (int i = 0; i < count; i++) {
             pending += !zh_net_reap(n, &r[i]);
         }

@@ -14,7 +14,11 @@
  *  - Data moves with tagged sends and receives. A tag names the sender, so
  *    a receive matches exactly one peer's message: collective k uses
  *    ZH_TAG_COLL(k, src, step), point-to-point message k of a pair uses
- *    ZH_TAG_P2P(k, src). Buffers are the user's own or the communicator's
+ *    ZH_TAG_P2P(k, src); on the wire each tag is sealed with the
+ *    communicator's secret (hccl_net_tag.c), so only members can name a
+ *    tag a receive matches, and messages without the communicator's mark
+ *    (nobody's but an outsider's) are dropped at every progress round of a
+ *    wait. Buffers are the user's own or the communicator's
  *    scratch; UCX registers them (its registration cache keeps a buffer
  *    that is used again registered, the scratch stays registered).
  *  - Progress is driven by zh_net_wait, called from the op's wait loops:
@@ -36,19 +40,13 @@
 #define ZH_TAG_P2P(seq, src)                                                                       \
     ((((uint64_t)(seq)&0x7fffffull) << 40) | (((uint64_t)(src)&0xfffull) << 28))
 
-/* A peer runs at most this many collectives ahead of the latest one this
- * rank posted a transfer for; older ones are over (or failed). */
-#define ZH_NET_SEQ_AHEAD 1024u
-
-/** The tag that crosses the wire for logical tag `tag`: a keyed permutation
- *  (hccl_net_tag.c). zh_net_tag_open is its inverse. */
+/** The tag that crosses the wire for logical tag `tag`: the communicator's
+ *  16-bit mark, then a keyed permutation of the tag packed into 48 bits
+ *  (hccl_net_tag.c); key is the communicator's secret. */
 uint64_t zh_net_tag_seal(const uint8_t key[16], uint64_t tag);
-uint64_t zh_net_tag_open(const uint8_t key[16], uint64_t wire);
 
-/** Could a member have sent logical tag `tag` to us now? 1 when its sender is
- *  a rank of another host (remote_src[src]) and it is a point-to-point tag or
- *  a collective of seq in [cur_seq, cur_seq + ZH_NET_SEQ_AHEAD). */
-int zh_net_tag_plausible(uint64_t tag, uint32_t cur_seq, const uint8_t *remote_src, int nranks);
+/** The communicator's mark: bits 63..48 of every tag its members send. */
+uint16_t zh_net_tag_mark(const uint8_t key[16]);
 
 typedef struct zh_net zh_net_t;
 
