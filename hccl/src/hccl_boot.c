@@ -30,6 +30,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ifaddrs.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
@@ -38,11 +39,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -202,8 +205,7 @@ int zh_tcp_peer_uid(int fd, uint32_t *uid)
              (unsigned)ntohs(me.sin_port));
     FILE *f = fopen("/proc/net/tcp", "re");
     if (f == NULL) {
-        ZC_WARN(ZC_SUB_BOOT, "cannot read /proc/net/tcp: %s", strerror(errno));
-        return -1;
+        return -2; /* transient (out of descriptors?): no verdict */
     }
     char line[512];
     int found = -1;
@@ -250,7 +252,7 @@ int zh_addr_is_local(const struct sockaddr_in *sa)
     }
     struct ifaddrs *ifs = NULL;
     if (getifaddrs(&ifs) != 0) {
-        return 1; /* unknown: treat as local, whose proof fails closed */
+        return -1; /* unknown (out of descriptors?): the caller drops it, without a verdict */
     }
     int local = 0;
     for (struct ifaddrs *i = ifs; i != NULL && !local; i = i->ifa_next) {
@@ -539,6 +541,66 @@ long long zh_pend_evict(void *pend, size_t size, int *npend)
     return (long long)(age_ns / 1000000ull);
 }
 
+static pthread_once_t zh_fd_once = PTHREAD_ONCE_INIT;
+static long zh_fd_soft = 1024;
+static long zh_fd_base = 0;
+
+/* Raise the soft descriptor limit to the hard one (a flood of connections
+ * should run the attacker out, not us), and count what is open already. */
+static void zh_fd_raise(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        rlim_t want = rl.rlim_max == RLIM_INFINITY ? (rlim_t)1 << 20 : rl.rlim_max;
+        if (rl.rlim_cur < want) {
+            rlim_t was = rl.rlim_cur;
+            rl.rlim_cur = want;
+            if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+                ZC_INFO(ZC_SUB_BOOT, "descriptor limit raised from %llu to %llu",
+                        (unsigned long long)was, (unsigned long long)want);
+            } else {
+                rl.rlim_cur = was;
+            }
+        }
+        zh_fd_soft = rl.rlim_cur == RLIM_INFINITY ? 1L << 20 : (long)rl.rlim_cur;
+    }
+    DIR *d = opendir("/proc/self/fd");
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
+        zh_fd_base += e->d_name[0] != '.';
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+}
+
+int zh_pend_cap(int held)
+{
+    pthread_once(&zh_fd_once, zh_fd_raise);
+    long cap = zh_fd_soft - zh_fd_base - ZH_FD_HEADROOM - held;
+    return (int)ZC_MAX(ZC_MIN(cap, (long)ZH_MAX_PENDING), (long)ZH_PEND_MIN);
+}
+
+int zh_pend_accept(int lfd, void *pend, size_t size, int *npend, int cap)
+{
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+        /* Out of descriptors all the same (other threads): make one. */
+        if (*npend == 0 || zh_pend_evict(pend, size, npend) < 0) {
+            usleep(10000); /* nothing to evict yet: the listener stays readable */
+            return -1;
+        }
+        fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    }
+    if (fd < 0) {
+        return -1;
+    }
+    if (*npend >= cap && zh_pend_evict(pend, size, npend) < 0) {
+        close(fd); /* without a word: a real client takes that as "try again" */
+        return -2;
+    }
+    return fd;
+}
+
 void zh_backoff(uint32_t *ms, uint64_t deadline)
 {
     uint32_t r = 0;
@@ -557,6 +619,7 @@ int zh_boot_join(const HcclRootInfo *info, uint32_t nranks, uint32_t rank,
                  zh_boot_entry_t *table)
 {
     zh_join_t j = {info, {0}, -1, nranks, rank, mine, zc_time_ns() + timeout_ns, {0}, {0}};
+    (void)zh_pend_cap(0); /* the descriptor limit raised, once (UCX wants many) */
     memcpy(&j.rec, info->internal + ZH_RI_OFFSET, sizeof(j.rec));
     zh_key_with_secret(j.rec.uuid, 'S', j.rec.uuid); /* ZCCL_JOB_SECRET, when set */
     if (j.rec.magic != ZH_RI_MAGIC || memchr(info->internal, '\0', ZH_RI_OFFSET) == NULL) {

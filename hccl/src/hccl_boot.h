@@ -68,6 +68,10 @@
  * session ends (the connect timeout). */
 #define ZH_MAX_PENDING (ZH_MAX_COMM_RANKS + 64)
 #define ZH_PEND_MIN_AGE_MS 1000
+/* Descriptors a listener leaves to the rest of the process (UCX, the
+ * broker, the ranks of this process), and the least pending table. */
+#define ZH_FD_HEADROOM 256
+#define ZH_PEND_MIN 16
 /* The backoff between a joiner's attempts (zh_backoff). */
 #define ZH_BACKOFF_MIN_MS 10
 #define ZH_BACKOFF_MAX_MS 1000
@@ -245,6 +249,21 @@ typedef struct {
  *  return its age in ms; else -1 and nothing changed. */
 long long zh_pend_evict(void *pend, size_t size, int *npend);
 
+/** How many pending clients a listener may hold, given `held` descriptors
+ *  it keeps besides (listener, joined ranks): what the descriptor limit
+ *  leaves after what was open at first use and ZH_FD_HEADROOM, at most
+ *  ZH_MAX_PENDING, at least ZH_PEND_MIN. The first call raises the soft
+ *  descriptor limit to the hard one. */
+int zh_pend_cap(int held);
+
+/** Accept one client of lfd into a pending table (zh_pend_evict's layout)
+ *  that may hold cap: when full, room is made by evicting the oldest (at
+ *  least ZH_PEND_MIN_AGE_MS old), else the newcomer is closed without a
+ *  word (-2); when the process is out of descriptors, the oldest is evicted
+ *  to take it. Returns the non-blocking fd (the caller adds the record), -2,
+ *  or -1 when no client can be taken now. */
+int zh_pend_accept(int lfd, void *pend, size_t size, int *npend, int cap);
+
 /** Between attempts to reach a server: sleep a random time in [*ms / 2, *ms]
  *  (never past deadline, in zc_time_ns), then double *ms up to
  *  ZH_BACKOFF_MAX_MS. Start *ms at ZH_BACKOFF_MIN_MS. */
@@ -266,7 +285,8 @@ void zh_send_status(int fd, uint32_t magic, int status);
  * The uid owning the other end of the loopback-or-local TCP connection fd,
  * asked of the kernel by the exact address pair (sock_diag), else read from
  * /proc/net/tcp. Returns 0, or -1 when the peer is not a socket of this
- * host's network namespace.
+ * host's network namespace, -2 when it cannot be told now (no descriptor
+ * for the lookup).
  */
 int zh_tcp_peer_uid(int fd, uint32_t *uid);
 
@@ -286,7 +306,8 @@ void zh_key_with_secret(const uint8_t in[16], char domain, uint8_t out[16]);
  *  secret); every member holds it, it never crosses the wire. */
 void zh_boot_net_key(const HcclRootInfo *info, uint8_t key[16]);
 
-/** Is sa an address of this host (network namespace)? Loopback counts. */
+/** Is sa an address of this host (network namespace)? Loopback counts: 1;
+ *  another host's: 0; -1 when it cannot be told now (getifaddrs failed). */
 struct sockaddr_in;
 int zh_addr_is_local(const struct sockaddr_in *sa);
 

@@ -174,29 +174,25 @@ static void zh_srv_hello(zh_server_t *s, zh_pending_t *p)
     s->joined++;
 }
 
-/* The table is full: evict the oldest pending client when it is old enough
- * (1), else keep them all (0). */
-static int zh_srv_evict(zh_server_t *s)
-{
-    size_t got = s->pend[0].got;
-    long long age_ms = zh_pend_evict(s->pend, sizeof(s->pend[0]), &s->npend);
-    if (age_ms < 0) {
-        return 0;
-    }
-    if (s->evicted++ < 4) {
-        ZC_WARN(ZC_SUB_BOOT,
-                "root: %d connections owe a hello; evicted the oldest (%lld ms, %zu of %zu "
-                "bytes)",
-                ZH_MAX_PENDING, age_ms, got, sizeof(s->pend[0].h));
-    }
-    return 1;
-}
-
-/* Take every waiting connection: refuse other uids, challenge ours. */
+/* Take every waiting connection: refuse other uids, challenge ours. The
+ * pending table holds what the descriptor limit leaves (zh_pend_cap); a
+ * connection whose host or uid cannot be told now (out of descriptors) is
+ * closed without a verdict, so a real rank retries instead of taking a
+ * refusal. */
 static void zh_srv_accept(zh_server_t *s)
 {
     for (;;) {
-        int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int cap = zh_pend_cap(1 + s->joined);
+        int fd = zh_pend_accept(s->lfd, s->pend, sizeof(s->pend[0]), &s->npend, cap);
+        if (fd == -2) {
+            if (s->dropped++ < 4) {
+                ZC_WARN(ZC_SUB_BOOT,
+                        "root: %d connections owe a hello (the most the descriptor limit "
+                        "leaves), none %d ms old; one more dropped (later ones counted)",
+                        cap, ZH_PEND_MIN_AGE_MS);
+            }
+            continue;
+        }
         if (fd < 0) {
             return;
         }
@@ -204,28 +200,23 @@ static void zh_srv_accept(zh_server_t *s)
         const char *why = NULL;
         struct sockaddr_in peer;
         socklen_t plen = sizeof(peer);
-        int remote = getpeername(fd, (struct sockaddr *)&peer, &plen) == 0 &&
-                     peer.sin_family == AF_INET && !zh_addr_is_local(&peer);
-        if (remote) {
+        int local =
+            getpeername(fd, (struct sockaddr *)&peer, &plen) != 0 || peer.sin_family != AF_INET
+                ? 1
+                : zh_addr_is_local(&peer);
+        int got = local == 1 ? zh_tcp_peer_uid(fd, &uid) : 0;
+        if (local < 0 || got == -2) {
+            close(fd); /* no verdict now: a real rank retries */
+            continue;
+        }
+        if (local == 0) {
             /* Another host: no uid can be proven; the hello's mac (holding
              * the unique id) is the only admission. */
             uid = (uint32_t)getuid();
-        } else if (zh_tcp_peer_uid(fd, &uid) != 0) {
+        } else if (got != 0) {
             why = "whose uid is unknown (not a local socket)";
         } else if (uid != (uint32_t)getuid()) {
             why = "of another uid";
-        }
-        /* Full for remote peers too (before, a 65th remote client was
-         * written past the array: 2 x 64 ranks corrupted the session). */
-        if (why == NULL && s->npend == ZH_MAX_PENDING && !zh_srv_evict(s)) {
-            /* Closed without a word: a real rank takes that as "try again". */
-            if (s->dropped++ < 4) {
-                ZC_WARN(ZC_SUB_BOOT,
-                        "root: %d connections owe a hello, none %d ms old; one more dropped",
-                        ZH_MAX_PENDING, ZH_PEND_MIN_AGE_MS);
-            }
-            close(fd);
-            continue;
         }
         if (why != NULL) {
             if (s->dropped++ < 4) {

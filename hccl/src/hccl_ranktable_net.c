@@ -80,6 +80,8 @@ typedef struct {
     int fd;
     uint64_t since; /* accepted at */
     size_t got;
+    int remote;    /* from another host: must come from its rank's server */
+    uint32_t addr; /* its IPv4 address (network order) */
     zh_rt_req_t req;
 } zh_rt_pend_t;
 _Static_assert(offsetof(zh_rt_pend_t, fd) == offsetof(zh_pend_head_t, fd) &&
@@ -94,6 +96,8 @@ typedef struct {
     zh_rt_pend_t pend[ZH_RT_PENDING]; /* in accept order: the oldest first */
     int npend;
     unsigned refused;
+    uint32_t nranks;
+    uint32_t rank_ip[ZH_MAX_COMM_RANKS]; /* by rank: its server's IPv4 address (network order) */
     struct pollfd pfd[1 + ZH_RT_PENDING];
 } zh_rt_srv_t;
 
@@ -136,6 +140,18 @@ static void zh_rt_srv_answer(zh_rt_srv_t *s, zh_rt_pend_t *p)
                 p->req.magic, p->req.version);
         return;
     }
+    if (p->remote && (p->req.rank >= s->nranks || p->addr != s->rank_ip[p->req.rank])) {
+        if (s->refused++ < 4) {
+            char got[INET_ADDRSTRLEN] = "?";
+            (void)inet_ntop(AF_INET, &p->addr, got, sizeof(got));
+            ZC_WARN(ZC_SUB_INIT,
+                    "rank table server: a client from %s asks as rank %u, whose server the "
+                    "table names at another address (or no such rank): refused (later ones "
+                    "counted)",
+                    got, p->req.rank);
+        }
+        return;
+    }
     zh_rt_rep_t rep = {ZH_RT_MSG_REP, ZC_OK, {0}, s->info, {0}};
     if (zc_random_bytes(rep.nonce, ZH_NONCE_LEN) != 0) {
         return;
@@ -146,39 +162,45 @@ static void zh_rt_srv_answer(zh_rt_srv_t *s, zh_rt_pend_t *p)
     ZC_DEBUG(ZC_SUB_INIT, "rank table server: root info sent to rank %u", p->req.rank);
 }
 
-/* Room for one more pending client: there is, or the oldest was evicted
- * (1); else 0 (all are younger than ZH_PEND_MIN_AGE_MS). */
-static int zh_rt_srv_room(zh_rt_srv_t *s)
-{
-    return s->npend < ZH_RT_PENDING || zh_pend_evict(s->pend, sizeof(s->pend[0]), &s->npend) >= 0;
-}
-
-/* Take every waiting connection; another uid of this host is refused. */
+/* Take every waiting connection; another uid of this host is refused, and
+ * one whose host or uid cannot be told now (out of descriptors) is closed
+ * without a verdict (the rank retries). The pending table holds what the
+ * descriptor limit leaves (zh_pend_cap). */
 static void zh_rt_srv_accept(zh_rt_srv_t *s)
 {
     for (;;) {
-        int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int fd = zh_pend_accept(s->lfd, s->pend, sizeof(s->pend[0]), &s->npend, zh_pend_cap(1));
+        if (fd == -2 && s->refused++ < 4) {
+            ZC_WARN(ZC_SUB_INIT, "rank table server: too many pending clients, none old enough "
+                                 "to evict; one dropped (later ones counted)");
+        }
+        if (fd == -2) {
+            continue;
+        }
         if (fd < 0) {
             return;
         }
         struct sockaddr_in peer;
         socklen_t plen = sizeof(peer);
         uint32_t uid = 0;
-        int local = getpeername(fd, (struct sockaddr *)&peer, &plen) != 0 ||
-                    peer.sin_family != AF_INET || zh_addr_is_local(&peer);
-        int room = zh_rt_srv_room(s);
-        if (!room || (local && (zh_tcp_peer_uid(fd, &uid) != 0 || uid != (uint32_t)getuid()))) {
-            if (s->refused++ < 4) {
-                ZC_WARN(ZC_SUB_INIT, "rank table server: refused a client (%s)",
-                        !room ? "too many pending, none old enough to evict" : "not of our uid");
+        int local =
+            getpeername(fd, (struct sockaddr *)&peer, &plen) != 0 || peer.sin_family != AF_INET
+                ? 1
+                : zh_addr_is_local(&peer);
+        int got = local == 1 ? zh_tcp_peer_uid(fd, &uid) : 0;
+        if (local < 0 || got == -2 || (local == 1 && (got != 0 || uid != getuid()))) {
+            if (local == 1 && got != -2 && s->refused++ < 4) {
+                ZC_WARN(ZC_SUB_INIT, "rank table server: refused a client (not of our uid)");
             }
-            close(fd);
+            close(fd); /* another uid, or no verdict now (the rank retries) */
             continue;
         }
         zh_rt_pend_t *p = &s->pend[s->npend++];
         memset(p, 0, sizeof(*p));
         p->fd = fd;
         p->since = zc_time_ns();
+        p->remote = local == 0;
+        p->addr = peer.sin_addr.s_addr;
     }
 }
 
@@ -259,6 +281,24 @@ static HcclResult zh_rt_listen(const zh_rt_t *t, const char *ip, unsigned port, 
     return HCCL_SUCCESS;
 }
 
+/* Each rank's server address: where its fetch must come from. */
+static void zh_rt_srv_addrs(const zh_rt_t *t, zh_rt_srv_t *s)
+{
+    uint32_t *ip_of = calloc(t->nservers, sizeof(uint32_t));
+    for (uint32_t i = 0; ip_of != NULL && i < t->nservers; i++) {
+        char ip[ZH_RT_IP_MAX];
+        ip_of[i] = 0;
+        if (zh_rt_server_ip(t, i, ip) == ZC_OK) {
+            (void)inet_pton(AF_INET, ip, &ip_of[i]);
+        }
+    }
+    s->nranks = t->nranks;
+    for (uint32_t r = 0; r < t->nranks; r++) {
+        s->rank_ip[r] = ip_of != NULL ? ip_of[t->server_of[r]] : 0; /* 0: nobody's */
+    }
+    free(ip_of);
+}
+
 static HcclResult zh_rt_net_root(const zh_rt_t *t, const uint8_t key[16], const char *ip,
                                  unsigned port, const HcclCommConfig *cfg, HcclComm *out)
 {
@@ -278,6 +318,7 @@ static HcclResult zh_rt_net_root(const zh_rt_t *t, const uint8_t key[16], const 
         return r;
     }
     memcpy(s->key, key, sizeof(s->key));
+    zh_rt_srv_addrs(t, s);
     pthread_t th;
     if (pthread_create(&th, NULL, zh_rt_srv_main, s) != 0) {
         ZC_WARN(ZC_SUB_INIT, "rank table %s: cannot start the rendezvous thread", t->path);
