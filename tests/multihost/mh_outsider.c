@@ -9,6 +9,8 @@
  *                                    ZH_TAG_COLL(seq, src, STEP) to each victim
  *   mh_outsider flood COUNT LEN      COUNT messages of LEN bytes with random
  *                                    tags to each victim
+ *   mh_outsider conns COUNT IP PORT  COUNT TCP connections to IP:PORT that
+ *                                    never send a byte (no victim lines)
  *
  * stdin: one line per victim, "SRC HEXADDR" (SRC: the rank the tags name as
  * the sender, the victim's counterpart), then an empty line. When every
@@ -16,7 +18,13 @@
  * "injected" and keeps driving its worker (a rendezvous send is read when
  * the victim matches it) until stdin closes.
  */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,12 +102,60 @@ static int mo_slot(void **q)
     return -1;
 }
 
+/* Hold until stdin closes (the test is over). */
+static void mo_hold(void)
+{
+    for (;;) {
+        if (mo_worker != NULL) {
+            ucp_worker_progress(mo_worker);
+        }
+        struct pollfd pf = {.fd = 0, .events = POLLIN};
+        if (poll(&pf, 1, mo_worker != NULL ? 0 : 100) > 0) {
+            return;
+        }
+        usleep(100);
+    }
+}
+
+/* count silent connections to ip:port (non-blocking; given a second to
+ * complete their handshakes), held until stdin closes. */
+static int mo_conns(long count, const char *ip, int port)
+{
+    struct rlimit rl = {(rlim_t)count + 64, (rlim_t)count + 64};
+    (void)setrlimit(RLIMIT_NOFILE, &rl);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
+        return 2;
+    }
+    double t0 = mo_now();
+    long made = 0;
+    for (long k = 0; k < count; k++) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        if (fd < 0) {
+            fprintf(stderr, "mh_outsider: socket %ld: %s\n", k, strerror(errno));
+            break;
+        }
+        made += connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EINPROGRESS;
+    }
+    usleep(1000000);
+    fprintf(stderr, "mh_outsider: %ld silent connections to %s:%d started in %.2f s\n", made, ip,
+            port, mo_now() - t0);
+    printf("injected\n");
+    fflush(stdout);
+    mo_hold();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 5 && strcmp(argv[1], "conns") == 0) {
+        return mo_conns(atol(argv[2]), argv[3], atoi(argv[4]));
+    }
     int tags = argc == 5 && strcmp(argv[1], "tags") == 0;
     int flood = argc == 4 && strcmp(argv[1], "flood") == 0;
     if (!tags && !flood) {
-        fprintf(stderr, "usage: %s tags NSEQ LEN STEP | flood COUNT LEN\n", argv[0]);
+        fprintf(stderr, "usage: %s tags NSEQ LEN STEP | flood COUNT LEN | conns COUNT IP PORT\n",
+                argv[0]);
         return 2;
     }
     long count = atol(argv[2]);
@@ -178,13 +234,6 @@ int main(int argc, char **argv)
             sent, len, nv, mo_now() - t0, left);
     printf("injected\n");
     fflush(stdout);
-    for (;;) {
-        ucp_worker_progress(mo_worker);
-        struct pollfd pf = {.fd = 0, .events = POLLIN};
-        if (poll(&pf, 1, 0) > 0) {
-            break; /* stdin closed: the test is over */
-        }
-        usleep(100);
-    }
+    mo_hold();
     _exit(0); /* no clean-up: an outsider's endpoints just vanish */
 }

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "hccl_test_api.h"
+#include "mh_outsider.h"
 #include "zt_launch.h"
 #include "zt_netns.h"
 
@@ -69,13 +70,6 @@ typedef struct {
 
 static zt_hosts_t mo_hosts;
 static const char *mo_outsider_path;
-
-static double mo_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static long mo_rss_kib(void)
 {
@@ -115,18 +109,6 @@ static HcclResult mo_op(zt_env_t *env, float *buf, size_t count, long *wrong)
         *wrong += buf[i] != (float)(n * (n + 1) / 2 + n * (int)(i % 7));
     }
     return HCCL_SUCCESS;
-}
-
-static int mo_wait_flag(atomic_int *f, double limit_s)
-{
-    double end = mo_now() + limit_s;
-    while (!atomic_load_explicit(f, memory_order_acquire)) {
-        if (mo_now() > end) {
-            return -1;
-        }
-        usleep(1000);
-    }
-    return 0;
 }
 
 /* Flood: run until the parent names the last op (ranks stop together). */
@@ -169,48 +151,6 @@ static int mo_rank(int rank, int nranks, const HcclRootInfo *root, void *arg)
     return zt_env_close(&env) != 0;
 }
 
-/* The outsider on host 3: its stdin and stdout pipes. */
-typedef struct {
-    pid_t pid;
-    FILE *in;
-    FILE *out;
-} mo_outsider_t;
-
-static int mo_outsider_start(mo_outsider_t *o, char *const argv[])
-{
-    int to[2];
-    int from[2];
-    if (pipe(to) != 0 || pipe(from) != 0) {
-        return -1;
-    }
-    o->pid = fork();
-    if (o->pid == 0) {
-        dup2(to[0], 0);
-        dup2(from[1], 1);
-        close(to[1]);
-        close(from[0]);
-        if (zt_hosts_enter(mo_hosts.tag, 3) != 0) {
-            _exit(1);
-        }
-        execv(mo_outsider_path, argv);
-        _exit(127);
-    }
-    close(to[0]);
-    close(from[1]);
-    o->in = fdopen(to[1], "w");
-    o->out = fdopen(from[0], "r");
-    return o->pid > 0 && o->in != NULL && o->out != NULL ? 0 : -1;
-}
-
-static int mo_outsider_stop(mo_outsider_t *o)
-{
-    fclose(o->in);
-    int status = 0;
-    waitpid(o->pid, &status, 0);
-    fclose(o->out);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 typedef struct {
     mo_shared_t *sh;
     mo_outsider_t *o;
@@ -247,10 +187,7 @@ static void *mo_feed(void *arg)
     }
     fprintf(f->o->in, "\n");
     fflush(f->o->in);
-    char line[64] = "";
-    if (fgets(line, sizeof(line), f->o->out) != NULL && strncmp(line, "injected", 8) == 0) {
-        f->rc = 0;
-    }
+    f->rc = mo_outsider_injected(f->o);
     if (sh->flood) {
         sleep(1); /* more ops after the last message; ranks are within an op of each other */
         atomic_store_explicit(&sh->last, sh->ops[0] + 50, memory_order_release);
@@ -268,7 +205,7 @@ static mo_shared_t *mo_run(size_t count, int flood, char *const argv[], int vict
     sh->count = count;
     sh->flood = flood;
     mo_outsider_t o;
-    assert_int_equal(mo_outsider_start(&o, argv), 0);
+    assert_int_equal(mo_outsider_start(&o, mo_hosts.tag, 3, argv), 0);
     mo_feed_t f = {sh, &o, victim, -1};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, mo_feed, &f), 0);
