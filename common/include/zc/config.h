@@ -60,9 +60,10 @@ typedef enum {
       "TCP port on which the rank table's rank 0 serves the root info when the table names "       \
       "several servers (on its server's address from the table)")                                  \
     X(ZCCL_JOB_SECRET, ZC_CFG_SECRET, job_secret, "", 0, ZC_CFG_STR_MAX,                           \
-      "A secret every rank of the job is given (e.g. 32 random bytes, hex): the rank-table "       \
-      "rendezvous and the tags across hosts are keyed with it too, so whoever guesses a rank "     \
-      "table still cannot fetch its root info or reach into its communicators; never printed")     \
+      "A secret every rank of the job holds alike (e.g. 32 random hex digits): the bootstrap "     \
+      "proofs, the rank-table rendezvous and the tags across hosts are keyed with it too, so "     \
+      "whoever guesses a rank table cannot fetch its root info or reach into its "                 \
+      "communicators; never printed")                                                              \
     X(HCCL_DETERMINISTIC, ZC_CFG_BOOL, deterministic, "true", 0, 1,                                \
       "Fixed reduction order (zccl is always deterministic; false is accepted)")                   \
     X(HCCL_WHITELIST_DISABLE, ZC_CFG_BOOL, whitelist_disable, "true", 0, 1,                        \
