@@ -10,7 +10,8 @@
  *   mh_outsider flood COUNT LEN      COUNT messages of LEN bytes with random
  *                                    tags to each victim
  *   mh_outsider conns COUNT IP PORT  COUNT TCP connections to IP:PORT that
- *                                    never send a byte (no victim lines)
+ *                                    never send a byte (no victim lines; IP
+ *                                    and PORT "-": a line "IP PORT" on stdin)
  *
  * stdin: one line per victim, "SRC HEXADDR" (SRC: the rank the tags name as
  * the sender, the victim's counterpart), then an empty line. When every
@@ -149,7 +150,17 @@ static int mo_conns(long count, const char *ip, int port)
 int main(int argc, char **argv)
 {
     if (argc == 5 && strcmp(argv[1], "conns") == 0) {
-        return mo_conns(atol(argv[2]), argv[3], atoi(argv[4]));
+        char ip[64];
+        int port = 0;
+        if (strcmp(argv[3], "-") == 0) { /* "IP PORT" on stdin */
+            if (scanf("%63s %d", ip, &port) != 2) {
+                return 2;
+            }
+        } else {
+            snprintf(ip, sizeof(ip), "%s", argv[3]);
+            port = atoi(argv[4]);
+        }
+        return mo_conns(atol(argv[2]), ip, port);
     }
     int tags = argc == 5 && strcmp(argv[1], "tags") == 0;
     int flood = argc == 4 && strcmp(argv[1], "flood") == 0;

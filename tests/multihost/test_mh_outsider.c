@@ -11,6 +11,10 @@
  *    MO_FLOOD messages of 8 KiB with random tags; rank 1's resident memory
  *    may grow by at most MO_FLOOD_BOUND_MIB (the bound docs/ARCHITECTURE.md
  *    states) and every op must succeed.
+ *  - test_ucx_port_conns: 3,000 silent connections to rank 1's UCX port
+ *    with every rank at a soft descriptor limit of 1,024 (zccl raises it
+ *    to the hard one): every op must succeed (without the raise the first
+ *    op failed on every rank; UCX was seen to crash inside).
  *  - test_unreachable_root: a rank whose root info names an address that
  *    its host has a (static) neighbour entry for but nobody answers must
  *    fail with HCCL_E_TCP_CONNECT or HCCL_E_TIMEOUT within
@@ -34,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,7 +63,9 @@ typedef struct {
     atomic_int last; /* flood: the op count every rank stops at (0: not yet known) */
     uint8_t addr[MO_NRANKS][MO_ADDR_MAX];
     size_t alen[MO_NRANKS];
-    size_t count; /* fp32 elements per op */
+    size_t count;  /* fp32 elements per op */
+    int ucx_port;  /* rank 1's UCX listening port (its host's address is 10.231.0.1) */
+    int port_mode; /* the outsider takes "IP PORT" of rank 1's UCX listener */
     int flood;
     int ops[MO_NRANKS];    /* ops run */
     int failed[MO_NRANKS]; /* ops that returned an error */
@@ -111,6 +118,39 @@ static HcclResult mo_op(zt_env_t *env, float *buf, size_t count, long *wrong)
     return HCCL_SUCCESS;
 }
 
+/* The port of this process's listening TCP socket (rank 1 has one: UCX's),
+ * matched by inode between /proc/self/fd and /proc/self/net/tcp; 0 if none. */
+static int mo_listen_port(void)
+{
+    FILE *f = fopen("/proc/self/net/tcp", "r");
+    char line[512];
+    int port = 0;
+    while (f != NULL && port == 0 && fgets(line, sizeof(line), f) != NULL) {
+        unsigned lport = 0;
+        unsigned st = 0;
+        unsigned long inode = 0;
+        if (sscanf(line, " %*d: %*x:%x %*x:%*x %x %*s %*s %*s %*u %*d %lu", &lport, &st, &inode) !=
+                3 ||
+            st != 0x0a) {
+            continue;
+        }
+        for (int fd = 0; fd < 1024 && port == 0; fd++) {
+            char path[64];
+            char link[64] = "";
+            snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+            ssize_t n = readlink(path, link, sizeof(link) - 1);
+            unsigned long ino = 0;
+            if (n > 0 && sscanf(link, "socket:[%lu]", &ino) == 1 && ino == inode) {
+                port = (int)lport;
+            }
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return port;
+}
+
 /* Flood: run until the parent names the last op (ranks stop together). */
 static int mo_more(mo_shared_t *sh, int k)
 {
@@ -123,12 +163,20 @@ static int mo_rank(int rank, int nranks, const HcclRootInfo *root, void *arg)
     mo_shared_t *sh = arg;
     zt_env_t env;
     float *buf = NULL;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max > 1024) {
+        rl.rlim_cur = 1024; /* the usual soft limit; zccl raises it to the hard one */
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+    }
     if (zt_env_open(&env, rank, nranks, root, NULL) != 0 ||
         aclrtMalloc((void **)&buf, sh->count * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST) !=
             ACL_SUCCESS) {
         return 1;
     }
     sh->alen[rank] = zccl_comm_net_address(env.comm, sh->addr[rank], MO_ADDR_MAX);
+    if (rank == 1) {
+        sh->ucx_port = mo_listen_port();
+    }
     atomic_fetch_add_explicit(&sh->naddr, 1, memory_order_acq_rel);
     if (mo_wait_flag(&sh->go, 60) != 0) {
         fprintf(stderr, "[rank %d] no go\n", rank);
@@ -175,7 +223,10 @@ static void *mo_feed(void *arg)
     if (sh->flood) {
         atomic_store_explicit(&sh->go, 1, memory_order_release); /* the ops run during the flood */
     }
-    for (int v = 0; v < MO_NRANKS; v++) {
+    if (sh->port_mode) {
+        fprintf(f->o->in, "10.231.0.1 %d\n", sh->ucx_port);
+    }
+    for (int v = 0; v < MO_NRANKS && !sh->port_mode; v++) {
         if (f->victim >= 0 && v != f->victim) {
             continue;
         }
@@ -198,12 +249,14 @@ static void *mo_feed(void *arg)
 
 static mo_shared_t *mo_run(size_t count, int flood, char *const argv[], int victim)
 {
+    int port_mode = strcmp(argv[1], "conns") == 0;
     mo_shared_t *sh =
         mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     assert_true(sh != MAP_FAILED);
     memset(sh, 0, sizeof(*sh));
     sh->count = count;
     sh->flood = flood;
+    sh->port_mode = port_mode;
     mo_outsider_t o;
     assert_int_equal(mo_outsider_start(&o, mo_hosts.tag, 3, argv), 0);
     mo_feed_t f = {sh, &o, victim, -1};
@@ -291,6 +344,27 @@ static void test_flood(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* 3,000 silent connections to rank 1's UCX port before the ops, every rank
+ * at a soft descriptor limit of 1,024 (the hard one as it is: zccl raises
+ * the soft one to it): the ops must all succeed (UCX used to crash inside
+ * when the connections took its last descriptors). */
+static void test_ucx_port_conns(void **state)
+{
+    (void)state;
+    char *argv[] = {(char *)mo_outsider_path, "conns", "3000", "-", "-", NULL};
+    mo_shared_t *sh = mo_run(1024, 0, argv, 1);
+    int bad = sh->ucx_port == 0;
+    for (int r = 0; r < MO_NRANKS; r++) {
+        int ok = sh->ops[r] == MO_OPS && sh->failed[r] == 0 && sh->wrong[r] == 0;
+        printf("# 3000 silent connections to rank 1's UCX port %d: rank %d: %d ops, %d failed, "
+               "%ld wrong%s\n",
+               sh->ucx_port, r, sh->ops[r], sh->failed[r], sh->wrong[r], ok ? "" : "  <-- FAIL");
+        bad += !ok;
+    }
+    munmap(sh, sizeof(*sh));
+    assert_int_equal(bad, 0);
+}
+
 /* In a child on host 2: a root info naming 10.231.0.200, which host 2 has a
  * permanent neighbour entry for and nobody answers. */
 static int mo_unreachable_child(void)
@@ -353,6 +427,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_unreachable_root), cmocka_unit_test(test_inject_data_4k),
         cmocka_unit_test(test_inject_data_1m),   cmocka_unit_test(test_inject_agree_4k),
         cmocka_unit_test(test_inject_agree_1m),  cmocka_unit_test(test_flood),
+        cmocka_unit_test(test_ucx_port_conns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
