@@ -8,11 +8,12 @@
  * both under the communicator's key, which only members hold. The packing
  * keeps everything that may be in flight apart (a collective's seq modulo
  * 2,048, ranks below 1,024, steps below 2^26 - 2 and the two agreement
- * steps; a point-to-point pair's seq modulo 2^37), so receives still match
- * exactly one message. The permutation is a 4-round Feistel network on
- * 24-bit halves with SipHash-2-4 as its round function (a pseudo-random
- * permutation): an off-path outsider, who never sees a tag, can name a tag
- * a receive of ours will match only by guessing 64 bits.
+ * steps; a point-to-point pair's 23-bit seq whole), so receives still
+ * match exactly one message: a peer is never 2,048 collectives ahead (each
+ * collective's agreement waits for its counterparts). The permutation is a 4-round Feistel network
+ * on 24-bit halves with SipHash-2-4 as its round function (a pseudo-random permutation): an
+ * off-path outsider, who never sees a tag, can name a tag a receive of ours will match only by
+ * guessing 64 bits.
  *
  * The mark is how a rank finds the messages no member sent without
  * looking at each one: every message whose bit b (48..63) differs from the

@@ -337,12 +337,19 @@ static HcclResult zh_rt_net_root(const zh_rt_t *t, const uint8_t key[16], const 
 
 /* ---- the other ranks: the fetch --------------------------------------------------- */
 
-/* One connect to sa, bounded by ms; the connected (blocking) fd or -1. */
-static int zh_rt_connect(const struct sockaddr_in *sa, int ms)
+/* One connect to sa and the socket waits of its exchange, each bounded by
+ * ZH_RT_ATTEMPT_MS and all by the deadline (zc_time_ns); the connected
+ * (blocking) fd or -1. */
+static int zh_rt_connect(const struct sockaddr_in *sa, uint64_t deadline)
 {
-    int fd = zh_sock_connect((const struct sockaddr *)sa, sizeof(*sa), ms);
+    uint64_t now = zc_time_ns();
+    uint64_t left = deadline > now ? (deadline - now) / 1000000ull + 1 : 1;
+    int fd = zh_sock_connect((const struct sockaddr *)sa, sizeof(*sa),
+                             (int)ZC_MIN(left, (uint64_t)ZH_RT_ATTEMPT_MS));
     if (fd >= 0) {
-        zh_sock_timeouts(fd, ms);
+        now = zc_time_ns();
+        left = deadline > now ? (deadline - now) / 1000000ull + 1 : 1;
+        zh_sock_timeouts(fd, (int)ZC_MIN(left, (uint64_t)ZH_RT_ATTEMPT_MS));
     }
     return fd;
 }
@@ -379,8 +386,7 @@ static HcclResult zh_rt_net_fetch(const zh_rt_t *t, const uint8_t key[16], const
     int last = ECONNREFUSED;
     uint32_t backoff_ms = ZH_BACKOFF_MIN_MS;
     for (;;) {
-        uint64_t left = limit - ZC_MIN(zc_time_ns() - start, limit);
-        int fd = zh_rt_connect(&sa, (int)ZC_MIN(left / 1000000ull + 1, ZH_RT_ATTEMPT_MS));
+        int fd = zh_rt_connect(&sa, start + limit);
         last = fd < 0 ? errno : last;
         int st = fd >= 0 ? zh_rt_exchange(fd, key, rank, info) : ZC_ERR_IO;
         if (fd >= 0) {
