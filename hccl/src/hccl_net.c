@@ -500,10 +500,13 @@ int zh_net_wait(zh_net_t *n, zh_net_req_t *r, int count, uint64_t timeout_ns, zh
     uint64_t start = 0;
     for (uint32_t it = 0;; it++) {
         int pending = 0;
-        /* Drained at every round, so a flood costs one round's reads. */
+        /* Drained after every round that read something (nothing else
+         * adds to UCX's queue), so a flood costs one round's reads. */
         for (unsigned ev = 1; ev != 0;) {
             ev = zh_ucp.ucp_worker_progress(n->worker);
-            zh_net_drain(n);
+            if (ev != 0) {
+                zh_net_drain(n);
+            }
         }
         for (int i = 0; i < count; i++) {
             pending += !zh_net_reap(n, &r[i]);
