@@ -12,6 +12,8 @@ build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
 venv="$build/pip-venv"
 unset PYTHONPATH
+# The Makefile generator builds one file at a time unless told.
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 rm -rf "$venv"
 python3.11 -m venv "$venv"
 "$venv/bin/pip" install -q torch==2.13.0 numpy scikit-build-core
