@@ -36,6 +36,9 @@ args=(all --out "$OUT" --world-sizes $WORLD_SIZES --modes $MODES
       --test-timeout "${TEST_TIMEOUT:-120}" --time-limit "$TIME_LIMIT")
 [ -n "${TESTS:-}" ] && args+=(--tests "$TESTS")
 [ -n "${SUBSET:-}" ] && args+=(--subset "$SUBSET")
+# torch's test modules import expecttest (a small pure-Python test dependency of
+# PyTorch's, not a dependency of the wheel).
+"$PYTHON" -c "import expecttest" 2>/dev/null || "$PYTHON" -m pip install -q expecttest
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 # The driver stops starting tests at TIME_LIMIT; this bounds the rest.
 exec timeout -k 30 "$((TIME_LIMIT + 600))" "$PYTHON" tests/torch/suite/run_suite.py "${args[@]}"
