@@ -21,6 +21,8 @@
 #   SUBSET       "ci": a fixed subset (every collective, DDP, a timeout case)
 #   OUT          default out/torch_suite
 #   TEST_TIMEOUT seconds per test (default 120; torch's own is 300)
+#   INIT         file (default: INIT_METHOD=file://, as PyTorch's CI, so the
+#                barrier timeout tests run) or env
 #   TIME_LIMIT   seconds for the whole run (default 14400); tests not started by
 #                then are reported "notrun"
 # The full suite takes about 20 min per mode and world size on 2 idle cores
@@ -33,7 +35,7 @@ MODES=${MODES:-gloo zccl zccl-as-gloo}
 OUT=${OUT:-out/torch_suite}
 TIME_LIMIT=${TIME_LIMIT:-14400}
 args=(all --out "$OUT" --world-sizes $WORLD_SIZES --modes $MODES
-      --test-timeout "${TEST_TIMEOUT:-120}" --time-limit "$TIME_LIMIT")
+      --test-timeout "${TEST_TIMEOUT:-120}" --time-limit "$TIME_LIMIT" --init "${INIT:-file}")
 [ -n "${TESTS:-}" ] && args+=(--tests "$TESTS")
 [ -n "${SUBSET:-}" ] && args+=(--subset "$SUBSET")
 # torch's test modules import expecttest (a small pure-Python test dependency of
