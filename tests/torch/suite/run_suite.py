@@ -30,6 +30,7 @@ import csv
 import fnmatch
 import glob
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -166,18 +167,32 @@ if MODE:
 # The child: run the selected tests, one CSV row each.
 
 def first_error_line(text):
-    """The exception line of the first rank's traceback (or the first line)."""
+    """One line for an error: the first rank's exception with the line after it
+    when it is short ("Scalars are not equal!" / "Expected 1 but got 0."), and
+    the suite's line that raised it."""
     if not text:
         return ""
-    chunk = text.split("\nProcess ", 1)[0] if text.startswith("Process ") else text
-    lines = [ln.rstrip() for ln in chunk.splitlines() if ln.strip()]
-    for ln in reversed(lines):
-        if not ln.startswith((" ", "\t", "Traceback", "Exception raised from",
-                              "frame #", "During handling", "The above exception",
-                              "To execute this test", "This message can be")):
-            if "Error" in ln or "Exception" in ln or "Timeout" in ln or "timed out" in ln:
-                return ln[:300]
-    return lines[0][:300] if lines else ""
+    m = re.search(r"Process \d+ exited with error code \d+ and exception:\n", text)
+    if m:
+        text = re.split(r"\nProcess \d+ exited with error code", text[m.end():])[0]
+    lines = [ln.rstrip() for ln in text.splitlines()]
+    where, exc = "", None
+    for i, ln in enumerate(lines):
+        f = re.match(r'\s*File "[^"]*/(distributed_test\.py|run_suite\.py)", line (\d+)', ln)
+        if f and i + 1 < len(lines):
+            where = "%s:%s %s" % (f.group(1), f.group(2), lines[i + 1].strip())
+        if re.match(r"[A-Za-z_][\w.]*(Error|Exception|Exit|Timeout)\b", ln):
+            exc = i
+    if exc is None:
+        first = next((ln for ln in lines if ln.strip()), "")
+        return first[:300]
+    msg = lines[exc]
+    rest = [ln.strip() for ln in lines[exc + 1:exc + 4] if ln.strip()]
+    if rest and (msg.endswith(("!", ":")) or len(msg) < 40):
+        msg += " " + rest[0]
+    if where:
+        msg += " [at %s]" % where
+    return msg[:400]
 
 
 def select(names, terms, subset):
