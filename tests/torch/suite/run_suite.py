@@ -46,7 +46,9 @@ MODES = ("gloo", "zccl", "zccl-as-gloo")
 
 # SUBSET=ci: every collective the suite tests on CPU, DDP and a timeout case; a
 # few minutes at np 2 on two cores. (2.13's suite tests all_to_all and the
-# coalescing manager on CPU only for MPI and NCCL: tests/torch has its own.)
+# coalescing manager on CPU only for MPI and NCCL: tests/torch has its own.
+# test_ddp_logging_data_cpu is left out: it wants DDP's logged backend name to
+# be the group's, and torch names every plugin's ProcessGroup "custom".)
 CI_SUBSET = [
     "test_all_reduce_sum", "test_all_reduce_product", "test_all_reduce_min",
     "test_all_reduce_max", "test_all_reduce_sum_complex", "test_all_reduce_sum_async",
@@ -58,7 +60,7 @@ CI_SUBSET = [
     "test_batch_isend_irecv_gloo",
     "test_barrier", "test_barrier_group", "test_monitored_barrier_gloo",
     "test_DistributedDataParallelCPU", "test_DistributedDataParallelCPU_grad_is_view",
-    "test_ddp_logging_data_cpu",
+    "test_DistributedDataParallel_requires_grad",
     "test_barrier_timeout_global",
 ]
 
