@@ -23,6 +23,8 @@
 #   TEST_TIMEOUT seconds per test (default 120; torch's own is 300)
 #   INIT         file (default: INIT_METHOD=file://, as PyTorch's CI, so the
 #                barrier timeout tests run) or env
+#   LOCK         a file to flock around each test (e.g. the lock CPU-heavy
+#                benchmarks take): other work takes turns with the suite
 #   TIME_LIMIT   seconds for the whole run (default 14400); tests not started by
 #                then are reported "notrun"
 # The full suite takes about 20 min per mode and world size on 2 idle cores
@@ -38,9 +40,12 @@ args=(all --out "$OUT" --world-sizes $WORLD_SIZES --modes $MODES
       --test-timeout "${TEST_TIMEOUT:-120}" --time-limit "$TIME_LIMIT" --init "${INIT:-file}")
 [ -n "${TESTS:-}" ] && args+=(--tests "$TESTS")
 [ -n "${SUBSET:-}" ] && args+=(--subset "$SUBSET")
+[ -n "${LOCK:-}" ] && args+=(--lock "$LOCK")
 # torch's test modules import expecttest (a small pure-Python test dependency of
 # PyTorch's, not a dependency of the wheel).
 "$PYTHON" -c "import expecttest" 2>/dev/null || "$PYTHON" -m pip install -q expecttest
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-# The driver stops starting tests at TIME_LIMIT; this bounds the rest.
+# Each test runs in every mode in turn, so a run cut short by TIME_LIMIT has the
+# same tests in every mode. The driver stops starting tests at TIME_LIMIT; this
+# bounds the rest.
 exec timeout -k 30 "$((TIME_LIMIT + 600))" "$PYTHON" tests/torch/suite/run_suite.py "${args[@]}"

@@ -17,10 +17,13 @@ Modes:
 
 Commands:
   run_suite.py all [--modes M..] [--world-sizes N..] [--tests F] [--subset ci] --out DIR
-      one child per (mode, world size), each writing DIR/<mode>_np<N>.csv; then
+      per world size one child per mode, every test run in each mode in turn
+      (a run cut short has the same tests in every mode), writing
+      DIR/<mode>_np<N>.csv and .log; then
       the table (DIR/table.txt). Exit status 1 when a test fails on a zccl mode
       that passes on Gloo in the same run, or (no gloo mode run) fails at all.
-  run_suite.py run     (a child: reads ZT_SUITE_MODE, WORLD_SIZE, ...)
+  run_suite.py serve   (a mode's child: reads ZT_SUITE_MODE, WORLD_SIZE, ...;
+                        runs the test names it reads from stdin)
   run_suite.py table DIR
 
 The spawn start method re-imports this module in every rank process, so the
@@ -32,8 +35,10 @@ import argparse
 import csv
 import fnmatch
 import glob
+import fcntl
 import os
 import re
+import select as select_mod
 import signal
 import subprocess
 import sys
@@ -260,31 +265,36 @@ class Collector(unittest.TestResult):
         self._put(test, "failed", "unexpected success")
 
 
-def child_main(args):
+def run_one(cls, name):
+    """Runs one test of the class; (status, seconds, message)."""
+    res = Collector()
+    t0 = time.time()
+    try:
+        cls(name).run(res)
+    except Exception:  # noqa: BLE001 - one broken test must not end the run
+        res.rows[name] = ("failed", first_error_line(traceback.format_exc()))
+    status, msg = res.rows.get(name, ("failed", "no result recorded"))
+    return status, time.time() - t0, msg
+
+
+def serve_main(args):
+    """The child of one mode: prints the selected test names on one line, then
+    runs each name read from stdin, answering one tab-separated line each."""
     cls = TestDistBackendWithSpawn
     names = sorted(unittest.TestLoader().getTestCaseNames(cls))
     names = select(names, args.tests.split() if args.tests else [], args.subset)
-    deadline = args.deadline or float("inf")
-    mode, ws = os.environ["ZT_SUITE_MODE"], os.environ["WORLD_SIZE"]
-    with open(args.csv, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["mode", "world_size", "test", "status", "seconds", "message"])
-        for i, name in enumerate(names):
-            if time.time() >= deadline:
-                w.writerow([mode, ws, name, "notrun", 0, "the run's time bound passed"])
-                continue
-            res = Collector()
-            t0 = time.time()
-            try:
-                cls(name).run(res)
-            except Exception:  # noqa: BLE001 - one broken test must not end the run
-                res.rows[name] = ("failed", first_error_line(traceback.format_exc()))
-            dt = time.time() - t0
-            status, msg = res.rows.get(name, ("failed", "no result recorded"))
-            w.writerow([mode, ws, name, status, "%.1f" % dt, msg])
-            f.flush()
-            print("[%s np%s %d/%d] %-70s %s %.1fs %s" % (mode, ws, i + 1, len(names), name,
-                  status, dt, msg[:120] if status == "failed" else ""), flush=True)
+    out = sys.stdout
+    sys.stdout = sys.stderr  # the tests' own prints go to the log
+    out.write("NAMES\t%s\n" % " ".join(names))
+    out.flush()
+    for line in sys.stdin:
+        name = line.strip()
+        if not name:
+            continue
+        status, dt, msg = run_one(cls, name)
+        out.write("DONE\t%s\t%s\t%.1f\t%s\n" % (name, status, dt, msg.replace("\t", " ")
+                                                   .replace("\n", " ")))
+        out.flush()
 
 
 # --------------------------------------------------------------------------
@@ -322,13 +332,19 @@ def table(outdir):
             head = "%s np%d: failed (no gloo run to compare with)" % (mode, ws)
         else:
             bad = [(n, tests[n]) for n, r in sorted(ref.items())
-                   if r["status"] == "passed" and n in tests
-                   and tests[n]["status"] not in ("passed", "notrun")]
-            head = "%s np%d: passes on gloo, not on %s" % (mode, ws, mode)
+                   if r["status"] == "passed" and n in tests and tests[n]["status"] == "failed"]
+            skipped = [n for n, r in sorted(ref.items())
+                       if r["status"] == "passed" and n in tests
+                       and tests[n]["status"] == "skipped"]
+            head = "%s np%d: passes on gloo, fails on %s" % (mode, ws, mode)
         out.append("")
         out.append("%s: %d" % (head, len(bad)))
         for n, r in bad:
-            out.append("  %-60s %-8s %s" % (n, r["status"], r["message"]))
+            out.append("  %-60s %s" % (n, r["message"]))
+        if ref is not None and skipped:
+            # Gated on the name "gloo" or on a feature set zccl is not in.
+            out.append("  and %d skipped here that pass on gloo: %s" % (
+                len(skipped), " ".join(skipped)))
         regress += len(bad)
     text = "\n".join(out) + "\n"
     with open(os.path.join(outdir, "table.txt"), "w") as f:
@@ -344,60 +360,142 @@ def _killpg(pgid):
         pass
 
 
+class ModeChild:
+    """One mode's serving child (its own session: killed with its ranks)."""
+
+    def __init__(self, mode, ws, args, outdir):
+        env = dict(os.environ)
+        env.update(ZT_SUITE_MODE=mode, WORLD_SIZE=str(ws),
+                   BACKEND="zccl" if mode == "zccl" else "gloo",
+                   DISTRIBUTED_TESTS_DEFAULT_TIMEOUT=str(args.test_timeout))
+        env.setdefault("OMP_NUM_THREADS", "1")
+        self.tmp = tempfile.mkdtemp(prefix="zt_suite_")
+        env["TEMP_DIR"] = self.tmp
+        os.makedirs(os.path.join(self.tmp, "barrier"), exist_ok=True)
+        # As PyTorch's CI runs it with a file:// init: the tests gated on it
+        # (the barrier timeouts) run too; each test's setUp then points it at a
+        # fresh file. --init env is the env:// variant.
+        env["INIT_METHOD"] = ("file://" + os.path.join(self.tmp, "init_dir", "shared_init_file")
+                              if args.init == "file" else "env://")
+        cmd = [sys.executable, os.path.abspath(__file__), "serve"]
+        if args.tests:
+            cmd += ["--tests", args.tests]
+        if args.subset:
+            cmd += ["--subset", args.subset]
+        self.mode, self.ws = mode, ws
+        self.log = open(os.path.join(outdir, "%s_np%d.log" % (mode, ws)), "w")
+        self.p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=self.log, text=True, start_new_session=True)
+        self.csvf = open(os.path.join(outdir, "%s_np%d.csv" % (mode, ws)), "w", newline="")
+        self.csv = csv.writer(self.csvf)
+        self.csv.writerow(["mode", "world_size", "test", "status", "seconds", "message"])
+        self.dead = None
+
+    def names(self, limit_s):
+        line = self._read(limit_s)
+        if not line or not line.startswith("NAMES\t"):
+            self.dead = "the %s child did not start (see its log)" % self.mode
+            return None
+        return line.rstrip("\n").split("\t", 1)[1].split()
+
+    def _read(self, limit_s):
+        ready = select_mod.select([self.p.stdout], [], [], limit_s)[0]
+        return self.p.stdout.readline() if ready else None
+
+    def run(self, name, limit_s):
+        if self.dead:
+            return self.record(name, "notrun", 0, self.dead)
+        t0 = time.time()
+        try:
+            self.p.stdin.write(name + "\n")
+            self.p.stdin.flush()
+            line = self._read(limit_s)
+        except (BrokenPipeError, OSError):
+            line = None
+        if not line or not line.startswith("DONE\t"):
+            self.dead = "the %s child died or hung at %s" % (self.mode, name)
+            self.kill()
+            return self.record(name, "failed", time.time() - t0, self.dead)
+        _, got, status, dt, msg = line.rstrip("\n").split("\t", 4)
+        return self.record(name, status, float(dt), msg)
+
+    def record(self, name, status, dt, msg):
+        self.csv.writerow([self.mode, self.ws, name, status, "%.1f" % dt, msg])
+        self.csvf.flush()
+        return status, dt, msg
+
+    def kill(self):
+        _killpg(self.p.pid)
+
+    def close(self):
+        try:
+            self.p.stdin.close()
+            self.p.wait(timeout=30)
+        except Exception:  # noqa: BLE001
+            self.kill()
+        self.kill()
+        self.csvf.close()
+        self.log.close()
+        subprocess.run(["rm", "-rf", self.tmp])
+
+
+class Lock:
+    """flock of $LOCK around each test (shared CPU-heavy work takes turns with
+    it test by test instead of waiting for the whole run)."""
+
+    def __init__(self, path):
+        self.f = open(path, "a") if path else None
+
+    def __enter__(self):
+        if self.f:
+            fcntl.flock(self.f.fileno(), fcntl.LOCK_EX)
+
+    def __exit__(self, *exc):
+        if self.f:
+            fcntl.flock(self.f.fileno(), fcntl.LOCK_UN)
+
+
 def all_main(args):
+    """Per world size: one serving child per mode; each test runs in every mode
+    in turn, so a run cut short by its time bound has the same tests in every
+    mode."""
     os.makedirs(args.out, exist_ok=True)
-    t_end = time.time() + args.time_limit if args.time_limit else None
+    for m in args.modes:
+        if m not in MODES:
+            raise SystemExit("unknown mode %r (known: %s)" % (m, ", ".join(MODES)))
+    t_end = time.time() + args.time_limit if args.time_limit else float("inf")
+    lock = Lock(args.lock)
+    children = []
+
+    def stop(sig, frame):
+        for c in children:
+            c.kill()
+        sys.exit(128 + sig)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop)
     for ws in args.world_sizes:
-        for mode in args.modes:
-            if mode not in MODES:
-                raise SystemExit("unknown mode %r (known: %s)" % (mode, ", ".join(MODES)))
-            env = dict(os.environ)
-            env.update(ZT_SUITE_MODE=mode, WORLD_SIZE=str(ws),
-                       BACKEND="zccl" if mode == "zccl" else "gloo",
-                       DISTRIBUTED_TESTS_DEFAULT_TIMEOUT=str(args.test_timeout))
-            env.setdefault("OMP_NUM_THREADS", "1")
-            tmp = tempfile.mkdtemp(prefix="zt_suite_")
-            env["TEMP_DIR"] = tmp
-            os.makedirs(os.path.join(tmp, "barrier"), exist_ok=True)
-            # As PyTorch's CI runs it with a file:// init: the tests gated on it
-            # (the barrier timeouts) run too; each test's setUp then points it
-            # at a fresh file. --init env is the env:// variant.
-            if args.init == "file":
-                env["INIT_METHOD"] = "file://" + os.path.join(tmp, "init_dir", "shared_init_file")
-            else:
-                env["INIT_METHOD"] = "env://"
-            csv_path = os.path.join(args.out, "%s_np%d.csv" % (mode, ws))
-            cmd = [sys.executable, os.path.abspath(__file__), "run", "--csv", csv_path]
-            if args.tests:
-                cmd += ["--tests", args.tests]
-            if args.subset:
-                cmd += ["--subset", args.subset]
-            if t_end:
-                # The child stops starting tests at the bound; the parent kills
-                # it a test's time later.
-                cmd += ["--deadline", str(t_end)]
-            print("== %s, world size %d -> %s" % (mode, ws, csv_path), flush=True)
-            log = open(os.path.join(args.out, "%s_np%d.log" % (mode, ws)), "w")
-            t0 = time.time()
-            p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=log,
-                                 text=True, start_new_session=True)
-            # The child and its ranks are a session of their own: end them
-            # with this process (timeout(1), ctest, ^C).
-            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-                signal.signal(sig, lambda s, f, pid=p.pid: (_killpg(pid), sys.exit(128 + s)))
-            try:
-                for line in p.stdout:
-                    sys.stdout.write(line)
-                    sys.stdout.flush()
-                p.wait(timeout=(t_end - time.time() + args.test_timeout + 60) if t_end else None)
-            except subprocess.TimeoutExpired:
-                _killpg(p.pid)
-                p.wait()
-            finally:
-                log.close()
-                subprocess.run(["rm", "-rf", tmp])
-            print("== %s np%d done in %.0f s (exit %s)" % (mode, ws, time.time() - t0,
-                                                        p.returncode), flush=True)
+        t0 = time.time()
+        children = [ModeChild(m, ws, args, args.out) for m in args.modes]
+        lists = [c.names(600) for c in children]
+        names = next((n for n in lists if n is not None), [])
+        print("== world size %d: %d tests x %s" % (ws, len(names), " ".join(args.modes)),
+              flush=True)
+        for i, name in enumerate(names):
+            cells = []
+            for c in children:
+                if time.time() >= t_end:
+                    c.record(name, "notrun", 0, "the run's time bound passed")
+                    cells.append("notrun")
+                    continue
+                with lock:
+                    status, dt, msg = c.run(name, args.test_timeout + 120)
+                cells.append("%s %.0fs" % (status, dt))
+            print("[np%d %d/%d] %-64s %s" % (ws, i + 1, len(names), name, " | ".join(cells)),
+                  flush=True)
+        for c in children:
+            c.close()
+        print("== world size %d done in %.0f s" % (ws, time.time() - t0), flush=True)
     print()
     regress = table(args.out)
     return 1 if regress else 0
@@ -414,22 +512,21 @@ def main():
     a.add_argument("--out", required=True)
     a.add_argument("--test-timeout", type=int, default=120, help="seconds per test")
     a.add_argument("--time-limit", type=float, default=0, help="seconds for the whole run")
+    a.add_argument("--lock", default="", help="a file to flock around each test")
     a.add_argument("--init", choices=("file", "env"), default="file",
                    help="INIT_METHOD the suite sees (file:// also runs the timeout tests)")
-    r = sub.add_parser("run")
-    r.add_argument("--csv", required=True)
+    r = sub.add_parser("serve")
     r.add_argument("--tests", default="")
     r.add_argument("--subset", default="")
-    r.add_argument("--deadline", type=float, default=0)
     t = sub.add_parser("table")
     t.add_argument("out")
     args = ap.parse_args()
     if args.cmd == "all":
         sys.exit(all_main(args))
-    if args.cmd == "run":
+    if args.cmd == "serve":
         if not MODE:
-            raise SystemExit("run: ZT_SUITE_MODE is not set (use `all`)")
-        child_main(args)
+            raise SystemExit("serve: ZT_SUITE_MODE is not set (use `all`)")
+        serve_main(args)
         return
     sys.exit(1 if table(args.out) else 0)
 
