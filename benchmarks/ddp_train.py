@@ -157,12 +157,13 @@ def worker(rank, a, port, q):
         groups["zccl"] = dist.new_group(backend="zccl")
     reps = [setup(a, b, groups[b]) for b in a.backends]
     counter = staged_counter() if "zccl" in groups else None
-    staged0 = counter(groups["zccl"]._comm_handle()) if counter else None
+    zcomm = zccl_torch.backend_of(groups["zccl"])._comm_handle() if counter else None
+    staged0 = counter(zcomm) if counter else None
     for x, y in batches(a):
         xs, ys = x.chunk(a.nranks)[rank], y.chunk(a.nranks)[rank]
         for r in reps:  # interleaved: one step of each backend in turn
             r["losses"].append(train_step(r, xs, ys, world) / a.nranks)
-    staged = counter(groups["zccl"]._comm_handle()) - staged0 if counter else None
+    staged = counter(zcomm) - staged0 if counter else None
     out = {}
     for r in reps:
         flat = torch.cat([p.detach().reshape(-1) for p in r["model"].parameters()])

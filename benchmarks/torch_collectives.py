@@ -16,7 +16,9 @@ bytes zccl copied through its CCL buffers during the zccl loop, read from the
 counter libhccl exports (zccl_comm_staged_bytes; "-" when absent): 0 means
 zero-copy. Writes a table per collective, a CSV and (gnuplot) a PNG.
 
-Usage: torch_collectives.py [-n NRANKS] [--sizes 8,64K,...|--full]
+Rows of bf16 are named <op>:bf16 (values 1..n are exact in bfloat16).
+
+Usage: torch_collectives.py [-n NRANKS] [--sizes 8,64K,...|--full] [--dtypes fp32,bf16]
                             [--ops all_reduce,...] [--repeat R] [--csv F] [--png F]
 """
 import argparse
@@ -32,7 +34,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-DEFAULT_SIZES = "8,64,512,4K,64K,1M,16M,64M,256M"
+DEFAULT_SIZES = "8,64,512,4K,64K,1M,16M,64M"
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall",
        "gather", "scatter"]
 
@@ -62,24 +65,24 @@ class Op:
     """Buffers and one call of a collective on a group; count elements per
     rank-chunk, so 'bytes' (the nccl-tests size) is count * 4 * chunks."""
 
-    def __init__(self, name, nbytes, rank, n):
-        self.name, self.rank, self.n = name, rank, n
-        esz = 4
+    def __init__(self, name, nbytes, rank, n, dtype=torch.float32):
+        self.name, self.rank, self.n, self.dtype = name, rank, n, dtype
+        esz = torch.empty(0, dtype=dtype).element_size()
         if name in ("all_gather", "gather"):
             self.count = max(1, nbytes // esz // n)
-            self.send = torch.empty(self.count)
-            self.recv = torch.empty(self.count * n)
+            self.send = torch.empty(self.count, dtype=dtype)
+            self.recv = torch.empty(self.count * n, dtype=dtype)
         elif name in ("reduce_scatter", "scatter"):
             self.count = max(1, nbytes // esz // n)
-            self.send = torch.empty(self.count * n)
-            self.recv = torch.empty(self.count)
+            self.send = torch.empty(self.count * n, dtype=dtype)
+            self.recv = torch.empty(self.count, dtype=dtype)
         elif name == "alltoall":
             self.count = max(1, nbytes // esz // n)
-            self.send = torch.empty(self.count * n)
-            self.recv = torch.empty(self.count * n)
+            self.send = torch.empty(self.count * n, dtype=dtype)
+            self.recv = torch.empty(self.count * n, dtype=dtype)
         else:
             self.count = max(1, nbytes // esz)
-            self.send = torch.empty(self.count)
+            self.send = torch.empty(self.count, dtype=dtype)
             self.recv = self.send
         self.nbytes = max(self.send.numel(), self.recv.numel()) * esz
 
@@ -89,8 +92,8 @@ class Op:
             self.recv.fill_(-1.0)
 
     def supported(self, gloo):
-        """Gloo (torch 1.13) has no reduce_scatter and no _allgather_base."""
-        return not (gloo and self.name == "reduce_scatter")
+        """Gloo (torch 2.x) runs every one of them."""
+        return True
 
     def call(self, group, gloo=False):
         name, n = self.name, self.n
@@ -130,14 +133,14 @@ class Op:
                 return 0
             want, got = torch.full_like(self.send, s), self.send
         elif name == "all_gather" or (name == "gather" and r == 0):
-            want = torch.arange(1, n + 1, dtype=torch.float32).repeat_interleave(self.count)
+            want = torch.arange(1, n + 1, dtype=self.dtype).repeat_interleave(self.count)
             got = self.recv
         elif name == "gather":
             return 0
         elif name == "reduce_scatter":
             want, got = torch.full_like(self.recv, s), self.recv
         elif name == "alltoall":
-            want = torch.arange(1, n + 1, dtype=torch.float32).repeat_interleave(self.count)
+            want = torch.arange(1, n + 1, dtype=self.dtype).repeat_interleave(self.count)
             got = self.recv
         else:  # scatter: root 0's values
             want, got = torch.full_like(self.recv, 1.0), self.recv
@@ -164,7 +167,7 @@ def timed(op, group, iters, gloo, sync):
     return dt / iters
 
 
-def worker(rank, n, port, sizes, ops, repeat, q):
+def worker(rank, n, port, sizes, ops, repeat, dtypes, q):
     import zccl_torch
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -175,11 +178,11 @@ def worker(rank, n, port, sizes, ops, repeat, q):
     zg = dist.new_group(backend="zccl")
     gg = dist.distributed_c10d._get_default_group()
     counter = staged_counter()
-    comm = zg._comm_handle()
+    comm = zccl_torch.backend_of(zg)._comm_handle()
     rows = []
-    for name in ops:
+    for dt, name in [(d, o) for d in dtypes for o in ops]:
         for nbytes in sizes:
-            op = Op(name, nbytes, rank, n)
+            op = Op(name, nbytes, rank, n, DTYPES[dt])
             iters = iters_for(op.nbytes)
             res = {}
             for label, group in (("zccl", zg), ("gloo", gg)):
@@ -212,7 +215,8 @@ def worker(rank, n, port, sizes, ops, repeat, q):
                 ts, bad, staged = res[label]
                 res[label] = (None if ts is None else sorted(ts)[len(ts) // 2], bad, staged)
             zero_copy = zccl_torch.is_activated(op.send) and zccl_torch.is_activated(op.recv)
-            rows.append((name, op.nbytes, op.count, res, zero_copy))
+            rows.append((name if dt == "fp32" else name + ":" + dt, op.nbytes, op.count, res,
+                         zero_copy))
             del op
     if rank == 0:
         q.put(rows)
@@ -225,8 +229,8 @@ def fmt_table(rows, n):
     by_op = {}
     for r in rows:
         by_op.setdefault(r[0], []).append(r)
-    out.append("# torch.distributed on %d ranks: zccl (activated tensors) vs Gloo, float32, "
-               "sum; time = mean per synchronous call, median of the alternating rounds" % n)
+    out.append("# torch.distributed on %d ranks: zccl (activated tensors) vs Gloo, float32 "
+               "(rows <op>:bf16 bfloat16), sum; time = mean per synchronous call, median of the alternating rounds" % n)
     for name, rs in by_op.items():
         out.append("#")
         out.append("# %s" % name)
@@ -245,24 +249,15 @@ def fmt_table(rows, n):
                 gloo = "%10.2f %8.3f %6d | %7.1fx" % (gt * 1e6, nbytes / gt / 1e9 * f, gw,
                                                      gt / zt)
             out.append("  %12d %12d %5s %5s | %10.2f %8.3f %8.3f %8s %6d | %s%s" % (
-                nbytes, count, "float", "sum", zt * 1e6, alg, alg * f, staged, zw, gloo,
+                nbytes, count, "bf16" if name.endswith(":bf16") else "fp32", "sum", zt * 1e6, alg, alg * f, staged, zw, gloo,
                 "" if zc else " (not activated)"))
     return "\n".join(out)
 
 
 def targets(rows):
     lines = []
-    ar = {r[1]: r[3] for r in rows if r[0] == "all_reduce"}
-    small = [(b, v["gloo"][0] / v["zccl"][0]) for b, v in ar.items() if b <= 64 << 10]
-    if small:
-        worst = min(small, key=lambda x: x[1])
-        lines.append("target all_reduce >= 20x Gloo up to 64 KiB: %s (lowest %.1fx at %d B)" % (
-            "MET" if worst[1] >= 20 else "MISSED", worst[1], worst[0]))
-    if (64 << 20) in ar:
-        v = ar[64 << 20]
-        sp = v["gloo"][0] / v["zccl"][0]
-        lines.append("target all_reduce >= 4x Gloo at 64 MiB: %s (%.1fx)" % (
-            "MET" if sp >= 4 else "MISSED", sp))
+    for key in ("all_reduce", "all_reduce:bf16"):
+        lines += ar_targets(key, {r[1]: r[3] for r in rows if r[0] == key})
     staged = [r[3]["zccl"][2] for r in rows]
     if all(s is not None for s in staged):
         lines.append("target zero bytes staged (activated tensors): %s (%d bytes in all)" % (
@@ -270,6 +265,21 @@ def targets(rows):
     wrong = sum(r[3]["zccl"][1] + r[3]["gloo"][1] for r in rows)
     lines.append("results: %s (%d wrong elements)" % ("OK" if wrong == 0 else "WRONG", wrong))
     return "\n".join(lines)
+
+
+def ar_targets(key, ar):
+    lines = []
+    small = [(b, v["gloo"][0] / v["zccl"][0]) for b, v in ar.items() if b <= 64 << 10]
+    if small:
+        worst = min(small, key=lambda x: x[1])
+        lines.append("target %s >= 20x Gloo up to 64 KiB: %s (lowest %.1fx at %d B)" % (
+            key, "MET" if worst[1] >= 20 else "MISSED", worst[1], worst[0]))
+    if (64 << 20) in ar:
+        v = ar[64 << 20]
+        sp = v["gloo"][0] / v["zccl"][0]
+        lines.append("target %s >= 4x Gloo at 64 MiB: %s (%.1fx)" % (
+            key, "MET" if sp >= 4 else "MISSED", sp))
+    return lines
 
 
 def plot(csv, png, ops):
@@ -297,6 +307,7 @@ def main():
     ap.add_argument("--sizes", default=DEFAULT_SIZES)
     ap.add_argument("--full", action="store_true", help="every power of two, 8 B to 256 MiB")
     ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--dtypes", default="fp32,bf16", help="fp32 and/or bf16")
     ap.add_argument("--repeat", type=int, default=3,
                     help="timed rounds per backend, alternating; the median is reported")
     ap.add_argument("--csv")
@@ -314,7 +325,12 @@ def main():
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     q = ctx.SimpleQueue()
-    mp.start_processes(worker, args=(a.nranks, port, sizes, ops, a.repeat, q), nprocs=a.nranks,
+    dtypes = [d for d in a.dtypes.split(",") if d]
+    for d in dtypes:
+        if d not in DTYPES:
+            sys.exit("unknown dtype %s (one of %s)" % (d, ",".join(DTYPES)))
+    mp.start_processes(worker, args=(a.nranks, port, sizes, ops, a.repeat, dtypes, q),
+                       nprocs=a.nranks,
                        start_method="spawn")
     rows = q.get()
     print(fmt_table(rows, a.nranks))

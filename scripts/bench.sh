@@ -24,7 +24,8 @@ MAXB=${MAXB:-256M}
 MAXB_BLOCKING=${MAXB_BLOCKING:-16M}
 BUDGET=${BUDGET:-15}
 REPEAT=${REPEAT:-15}
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+PY=$(scripts/venv.sh) # PyTorch 2.13 for the backend's benchmarks
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE="$PY" >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target all_reduce_perf all_gather_perf train_dp
 mkdir -p "$OUT"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The PyTorch benchmarks (scripts/bench.sh runs this last): builds the zccl_torch
 # extension, then
-#   benchmarks/torch_collectives.py  every collective, 8 B .. 256 MiB, zccl (activated
+#   benchmarks/torch_collectives.py  every collective, 8 B .. 64 MiB, fp32 and bf16, zccl (activated
 #                                    tensors) against Gloo in the same run, timed rounds
 #                                    alternating between them: table, CSV and PNG
 #   benchmarks/ddp_train.py          DDP training of an MLP on Gloo and on zccl in one
@@ -21,11 +21,11 @@ scripts/deps.sh gnuplot-nox
 BUILD=${BUILD:-build}
 OUT=${OUT:-out}
 NP=${NP:-2}
-SIZES=${SIZES:-8,64,512,4K,64K,1M,16M,64M,256M}
-PY=/usr/bin/python3
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-if ! grep -q "^ZCCL_TORCH_PYTHON_LIBRARY:.*torch_python" "$BUILD/CMakeCache.txt"; then
-    echo "bench_torch: PyTorch was not found (python3-torch, libtorch-dev, pybind11-dev)"
+SIZES=${SIZES:-8,64,512,4K,64K,1M,16M,64M}
+PY=$(scripts/venv.sh) # PyTorch 2.13.0 (CPU) in .venv
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE="$PY" >/dev/null
+if [ ! -f "$BUILD/torch/Makefile" ] && [ ! -d "$BUILD/torch/CMakeFiles" ]; then
+    echo "bench_torch: the extension is not configured (no torch 2.x for $PY)"
     exit 1
 fi
 cmake --build "$BUILD" -j"$(nproc)" --target zccl_torch_ext

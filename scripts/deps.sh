@@ -4,13 +4,13 @@
 # packages. Usage: scripts/deps.sh [extra packages...]
 set -euo pipefail
 
-# python3-torch, libtorch-dev (c10d headers), pybind11-dev and python3-dev build the
-# PyTorch backend (zccl_torch); python3-numpy is what its tests use for buffered tensors.
+# The PyTorch backend (zccl_torch) builds against PyTorch 2.x from pip in .venv
+# (scripts/venv.sh: python3.11 -m venv, torch==2.13.0, numpy, scikit-build-core;
+# the wheel carries torch's and pybind11's headers); python3-venv makes the venv.
 # clang-format is the formatting check of scripts/test.sh (scripts/format.sh); libucx-dev
 # is the inter-host tier (UCX headers; libucp is opened at run time).
 pkgs=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhwloc-dev libcmocka-dev
-      libjson-c-dev python3-torch libtorch-dev pybind11-dev python3-dev python3-numpy
-      clang-format libucx-dev "$@")
+      libjson-c-dev python3-venv clang-format libucx-dev "$@")
 missing=()
 for p in "${pkgs[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

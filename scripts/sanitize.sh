@@ -7,7 +7,7 @@
 #             dlopen'ed components after MPI_Finalize, with stacks LSan can only
 #             show as "<unknown module>", so no suppression can name them; the
 #             mpi label still runs under ASan and UBSan with leaks off. The torch
-#             label is left out: its tests run in /usr/bin/python3, which is not
+#             label is left out: its tests run in the venv's python, which is not
 #             instrumented and cannot load an ASan-built libhccl (the runtime
 #             must come first in the process), so sanitizer builds do not build
 #             the extension at all and -LE names the label to say so.

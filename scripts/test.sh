@@ -9,8 +9,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 scripts/format.sh
+PY=$(scripts/venv.sh) # PyTorch 2.13 for the backend (label torch)
 BUILD=${BUILD:-build}
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZCCL_WERROR=ON >/dev/null
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZCCL_WERROR=ON \
+    -DPython3_EXECUTABLE="$PY" >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"
 # mpirun as root needs these; harmless otherwise.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

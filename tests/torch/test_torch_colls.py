@@ -1,7 +1,11 @@
 """Every collective x dtype x op against a serial reference, on zero-copy
 tensors (the activated allocator) and buffered ones (numpy-owned memory),
 in-place and out-of-place, contiguous and strided; async works, futures,
-and the errors for what zccl refuses. Usage: test_torch_colls.py NRANKS
+what PyTorch 2.x adds (bitwise ops on integers, unsigned and complex dtypes,
+sparse all_reduce, the coalesced variants, recv from any source,
+monitored_barrier, batch_isend_irecv and the coalescing manager, sequence
+numbers) and the errors for what zccl refuses.
+Usage: test_torch_colls.py NRANKS
 """
 import os
 import sys
@@ -285,14 +289,19 @@ def t_async(c, rank, n, mk, tag):
 
 def t_errors(c, rank, n, mk):
     q = torch.quantize_per_tensor(torch.zeros(4), 0.1, 0, torch.quint8)
-    c.raises("quantized dtype", lambda: dist.broadcast(q, 0), "not supported")
+    c.raises("quantized dtype", lambda: dist.broadcast(q, 0), "")
     # complex: torch hands zccl the real view (float pairs), so SUM works
     z = torch.full((3,), complex(rank, 1), dtype=torch.complex64)
     dist.all_reduce(z)
     c.equal("complex all_reduce", z, torch.full((3,), complex(n * (n - 1) / 2, n),
                                                 dtype=torch.complex64))
-    c.raises("BXOR on int", lambda: dist.all_reduce(torch.zeros(4, dtype=torch.int32),
-                                                    dist.ReduceOp.BXOR), "not supported")
+    c.raises("BXOR on float", lambda: dist.all_reduce(torch.zeros(4), dist.ReduceOp.BXOR),
+             "BXOR")
+    c.raises("PREMUL_SUM", lambda: dist.all_reduce(torch.zeros(4),
+                                                   dist._make_nccl_premul_sum(2.0)),
+             "PREMUL_SUM")
+    c.raises("sparse PRODUCT", lambda: dist.all_reduce(torch.eye(3).to_sparse(),
+                                                       dist.ReduceOp.PRODUCT), "SUM")
     c.raises("AVG on int", lambda: dist.all_reduce(torch.zeros(4, dtype=torch.int32),
                                                    dist.ReduceOp.AVG), "floating dtype")
     c.raises("bad root", lambda: dist.broadcast(torch.zeros(4), n + 3), "")
@@ -304,11 +313,162 @@ def t_errors(c, rank, n, mk):
     c.equal("all_reduce after errors", t, torch.full((3,), float(n)))
 
 
+BITWISE = {"band": (dist.ReduceOp.BAND, torch.bitwise_and),
+           "bor": (dist.ReduceOp.BOR, torch.bitwise_or),
+           "bxor": (dist.ReduceOp.BXOR, torch.bitwise_xor)}
+INTS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
+
+
+def fold(ins, f):
+    acc = ins[0].clone()
+    for x in ins[1:]:
+        acc = f(acc, x)
+    return acc
+
+
+def t_bitwise(c, rank, n, mk, tag):
+    m = 6
+    for dt in INTS:
+        for name, (op, f) in BITWISE.items():
+            seed = seed_of(dt, name)
+            ins = [torch.randint(0, 120, (n * m,), generator=torch.Generator().manual_seed(
+                seed + r)).to(dt) for r in range(n)]
+            want = fold(ins, f)
+            t = mk.like(ins[rank])
+            dist.all_reduce(t, op)
+            c.equal("%s all_reduce %s %s" % (tag, dt, name), t, want)
+            t = mk.like(ins[rank])
+            dist.reduce(t, n - 1, op)
+            if rank == n - 1:
+                c.equal("%s reduce %s %s" % (tag, dt, name), t, want)
+            out = mk.empty((m,), dt)
+            dist.reduce_scatter_tensor(out, mk.like(ins[rank]), op)
+            c.equal("%s reduce_scatter_tensor %s %s" % (tag, dt, name), out,
+                    want[rank * m:(rank + 1) * m])
+            ts = [mk.like(ins[rank][:2]), mk.like(ins[rank][2:])]
+            dist.all_reduce_coalesced(ts, op)
+            c.equal("%s all_reduce_coalesced %s %s" % (tag, dt, name), torch.cat(ts), want)
+
+
+def t_dtypes(c, rank, n, mk, tag):
+    """Unsigned and complex dtypes: SUM and the data-moving collectives."""
+    for dt in (torch.uint16, torch.uint32, torch.uint64):
+        ins = [torch.arange(5, dtype=torch.int64).add(r).to(dt) for r in range(n)]
+        t = mk.like(ins[rank]) if dt != torch.uint16 else ins[rank].clone()
+        dist.all_reduce(t)
+        c.equal("%s all_reduce %s" % (tag, dt), t,
+                sum(x.to(torch.int64) for x in ins).to(dt))
+        outs = [torch.zeros(5, dtype=dt) for _ in range(n)]
+        dist.all_gather(outs, ins[rank].clone())
+        c.true("%s all_gather %s" % (tag, dt), all(torch.equal(outs[r], ins[r])
+                                                    for r in range(n)))
+    for dt in (torch.complex64, torch.complex128):
+        ins = [torch.full((4,), complex(r, 2 * r + 1), dtype=dt) for r in range(n)]
+        t = mk.like(ins[rank])
+        dist.all_reduce(t)
+        c.equal("%s all_reduce %s" % (tag, dt), t, sum(ins))
+        t = mk.like(ins[rank])
+        dist.broadcast(t, n - 1)
+        c.equal("%s broadcast %s" % (tag, dt), t, ins[n - 1])
+        outs = [mk.empty((4,), dt) for _ in range(n)]
+        dist.all_gather(outs, mk.like(ins[rank]))
+        c.true("%s all_gather %s" % (tag, dt), all(torch.equal(outs[r], ins[r])
+                                                    for r in range(n)))
+
+
+def t_sparse(c, rank, n, mk, tag):
+    dense = [torch.zeros(6, 3) for _ in range(n)]
+    for r in range(n):
+        for k in range(r + 1):  # rank r has r + 1 non-zero rows, overlapping
+            dense[r][(r + 2 * k) % 6] = float(r + k + 1)
+    t = dense[rank].to_sparse()
+    dist.all_reduce(t)
+    c.true("%s sparse all_reduce is sparse" % tag, t.is_sparse)
+    c.equal("%s sparse all_reduce" % tag, t.to_dense(), sum(dense))
+
+
+def t_coalesced_more(c, rank, n, mk, tag):
+    shapes = [(3,), (2, 2), (5,)]
+    ins = [[data(r, torch.float32, int(np.prod(s)), 31 + i).view(s) for i, s in
+            enumerate(shapes)] for r in range(n)]
+    outs = [[mk.empty(s, torch.float32) for s in shapes] for _ in range(n)]
+    dist.all_gather_coalesced(outs, [mk.like(x) for x in ins[rank]])
+    for r in range(n):
+        for i in range(len(shapes)):
+            c.equal("%s all_gather_coalesced %d from %d" % (tag, i, r), outs[r][i], ins[r][i])
+    # the coalescing manager's fast paths: allgather_into_tensor_coalesced and
+    # reduce_scatter_tensor_coalesced
+    k = 4
+    outs = [mk.empty((n * k,), torch.float32) for _ in range(3)]
+    with dist._coalescing_manager(async_ops=False):
+        for i in range(3):
+            dist.all_gather_into_tensor(outs[i], mk.like(data(rank, torch.float32, k, 50 + i)))
+    for i in range(3):
+        c.equal("%s allgather_into_tensor_coalesced %d" % (tag, i), outs[i],
+                torch.cat([data(r, torch.float32, k, 50 + i) for r in range(n)]))
+    full = [[data(r, torch.float32, n * k, 60 + i) for i in range(3)] for r in range(n)]
+    outs = [mk.empty((k,), torch.float32) for _ in range(3)]
+    with dist._coalescing_manager(async_ops=False):
+        for i in range(3):
+            dist.reduce_scatter_tensor(outs[i], mk.like(full[rank][i]))
+    for i in range(3):
+        want = reference([full[r][i] for r in range(n)], "sum", n)[rank * k:(rank + 1) * k]
+        c.equal("%s reduce_scatter_tensor_coalesced %d" % (tag, i), outs[i], want)
+    # startCoalescing/endCoalescing around ordinary ops (device given)
+    ts = [mk.like(data(rank, torch.float32, 7, 70 + i)) for i in range(2)]
+    with dist._coalescing_manager(device=torch.device("cpu"), async_ops=True) as cm:
+        for t in ts:
+            dist.broadcast(t, 0)
+    cm.wait()
+    for i, t in enumerate(ts):
+        c.equal("%s broadcast coalesced %d" % (tag, i), t, data(0, torch.float32, 7, 70 + i))
+
+
+def t_p2p_more(c, rank, n, mk, tag):
+    right, left = (rank + 1) % n, (rank - 1) % n
+    got = mk.empty((9,), torch.float32)
+    ops = [dist.P2POp(dist.isend, mk.like(data(rank, torch.float32, 9, 90)), right),
+           dist.P2POp(dist.irecv, got, left)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    c.equal("%s batch_isend_irecv" % tag, got, data(left, torch.float32, 9, 90))
+    # recv from any source: rank 0 takes one message from every other rank
+    if rank == 0:
+        seen = set()
+        for _ in range(n - 1):
+            t = mk.empty((3,), torch.int64)
+            src = dist.recv(t)
+            c.equal("%s recv any source from %d" % (tag, src), t,
+                    torch.full((3,), src, dtype=torch.int64))
+            seen.add(src)
+        c.true("%s recv any source saw every rank" % tag, seen == set(range(1, n)))
+    else:
+        dist.send(mk.like(torch.full((3,), rank, dtype=torch.int64)), 0)
+    dist.monitored_barrier(wait_all_ranks=True)
+    dist.barrier()
+
+
+def t_sequence(c, rank, n):
+    import zccl_torch
+
+    g = dist.new_group()  # a fresh count: the default group's ranks ran different p2p
+    b = zccl_torch.backend_of(g)
+    s0 = b._get_sequence_number_for_group()
+    dist.all_reduce(torch.ones(2), group=g)
+    dist.broadcast(torch.ones(2), 0, group=g)
+    s1 = b._get_sequence_number_for_group()
+    c.true("sequence number counts ops", s1 == s0 + 2)
+    seqs = [None] * n
+    dist.all_gather_object(seqs, s1)
+    c.true("sequence numbers agree %s" % seqs, len(set(seqs)) == 1)
+    dist.destroy_process_group(g)
+
+
 def main(rank, n):
     import zccl_torch
 
     c = zt_harness.Checker(rank)
-    pg = dist.distributed_c10d._get_default_group()
+    pg = zccl_torch.backend_of()
     c.true("group is zccl's", type(pg).__name__ == "ProcessGroupZccl")
     kinds = [(False, Maker(False))]
     zccl_torch.use_activated_memory()  # collective: every rank at the same point
@@ -318,7 +478,8 @@ def main(rank, n):
         check_kind(c, mk, zero_copy)
         staged0 = zt_harness.staged_bytes(pg)
         for f in (t_allreduce, t_coalesced, t_broadcast_reduce, t_gathers, t_reduce_scatter,
-                  t_alltoall, t_p2p, t_async):
+                  t_alltoall, t_p2p, t_async, t_bitwise, t_dtypes, t_coalesced_more,
+                  t_p2p_more):
             if os.environ.get("ZT_VERBOSE"):
                 print("rank %d: %s %s" % (rank, tag, f.__name__), flush=True)
             f(c, rank, n, mk, tag)
@@ -327,6 +488,8 @@ def main(rank, n):
             c.true("zero-copy ops staged %d bytes" % (staged - staged0), staged == staged0)
         if staged is not None and not zero_copy:
             c.true("buffered ops staged bytes", staged > staged0)
+    t_sparse(c, rank, n, kinds[0][1], "buf")
+    t_sequence(c, rank, n)
     t_errors(c, rank, n, kinds[0][1])
     c.finish()
 

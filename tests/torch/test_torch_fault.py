@@ -60,7 +60,7 @@ def stuck(rank, n):
     except RuntimeError as e:
         msg = str(e)
     dt = time.time() - t0
-    c.true("timeout named (message %r)" % msg, "HCCL_E_TIMEOUT" in msg or "timed out" in msg)
+    c.true("timeout named (message %r)" % msg, "HCCL_E_TIMEOUT" in msg or "Timed out" in msg)
     c.true("raised after %.1f s, near the 3 s timeout" % dt, 2.0 <= dt < 20)
     c.finish()
     os._exit(0)

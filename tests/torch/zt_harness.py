@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -40,6 +41,9 @@ def store_path():
 
 
 def _entry(rank, nranks, path, fn, args, timeout_s, errq, backend="zccl"):
+    # torch 2.x warns of its own private and renamed functions the tests call
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=UserWarning)
     try:
         if "zccl" in backend:
             import zccl_torch  # noqa: F401  (registers "zccl")

@@ -1,5 +1,5 @@
 /*
- * zccl_torch: a c10d::ProcessGroup (PyTorch 1.13) on zccl's public API.
+ * zccl_torch: a c10d::Backend (PyTorch 2.x) on zccl's public API.
  *
  * Protocol. One ProcessGroupZccl owns one HCCL communicator, created from a
  * root info that group rank 0 makes with HcclGetRootInfo and publishes in the
@@ -36,7 +36,7 @@
 
 #include <torch/extension.h>
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -76,6 +76,9 @@ void zt_acl_init();
  *  dtypes zccl has no type for (complex, quantized, ...). */
 HcclDataType zt_dtype(const at::Tensor &t);
 
+/** Elements as zccl counts them (a complex element is two). */
+uint64_t zt_elems(const at::Tensor &t);
+
 /** What an op's reduction becomes on zccl. */
 struct zt_redop {
     HcclReduceOp op;
@@ -84,6 +87,11 @@ struct zt_redop {
 /** Maps a c10d ReduceOp for a dtype; throws for what zccl cannot do
  *  (bitwise ops except on bool, PREMUL_SUM, AVG on integers). */
 zt_redop zt_reduce_op(const c10d::ReduceOp &op, at::ScalarType st);
+/** True for BAND/BOR/BXOR on an integer dtype other than bool: zccl has no
+ *  bitwise reduction, so the op gathers every rank's tensor and folds it. */
+bool zt_bitwise(const c10d::ReduceOp &op, at::ScalarType st);
+/** Folds rows [n, ...] of a gathered tensor with a bitwise op into out. */
+void zt_fold_bitwise(c10d::ReduceOp::RedOpType op, const at::Tensor &rows, at::Tensor out);
 
 /** Checks a tensor argument: CPU, strided; names the op and the problem. */
 void zt_check_tensor(const at::Tensor &t, const char *op);
@@ -170,12 +178,15 @@ class WorkZccl : public c10d::Work
     std::vector<at::Tensor> result() override;
     c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
     int sourceRank() const override;
+    uint64_t getSequencenumber() const override;
 
     /* set by the group at issue */
     int src_rank = -1;
-    uint64_t seq = 0;             /* its number on the lane */
-    std::vector<at::Tensor> keep; /* read or written by the op until it ends */
-    std::function<void()> post;   /* host step after success */
+    uint64_t seq = 0;                     /* its number on the lane */
+    std::vector<at::Tensor> keep;         /* read or written by the op until it ends */
+    std::chrono::milliseconds timeout{0}; /* the op's own (0: the group's) */
+    uint64_t seqnum = 0;                  /* the group's op count at issue */
+    std::function<void()> post;           /* host step after success */
     const char *name = "";
 
     /** Marks the work finished (rc 0: run post, success); core mu held. */
@@ -183,6 +194,11 @@ class WorkZccl : public c10d::Work
     /** Completes the future, if any; no lock held. */
     void finish_future();
     bool done() const;
+    /** The tensors result() returns (a coalesced op's last work: all). */
+    void set_outputs(std::vector<at::Tensor> outs)
+    {
+        outputs_ = std::move(outs);
+    }
     int lane() const
     {
         return lane_;
@@ -195,7 +211,7 @@ class WorkZccl : public c10d::Work
     c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
-class ProcessGroupZccl : public c10d::ProcessGroup
+class ProcessGroupZccl : public c10d::Backend
 {
   public:
     ProcessGroupZccl(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
@@ -246,6 +262,36 @@ class ProcessGroupZccl : public c10d::ProcessGroup
                                         int tag) override;
     c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override;
 
+    /* ---- 2.x additions (zt_more.cpp) ---- */
+    c10::intrusive_ptr<c10d::Work> allreduce_sparse(std::vector<at::Tensor> &tensors,
+                                                    const c10d::AllreduceOptions &opts) override;
+    c10::intrusive_ptr<c10d::Work>
+    allgather_coalesced(std::vector<std::vector<at::Tensor>> &outputs,
+                        std::vector<at::Tensor> &inputs,
+                        const c10d::AllgatherOptions &opts) override;
+    c10::intrusive_ptr<c10d::Work>
+    allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                    std::vector<at::Tensor> &inputs,
+                                    const c10d::AllgatherOptions &opts) override;
+    c10::intrusive_ptr<c10d::Work>
+    reduce_scatter_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                    std::vector<at::Tensor> &inputs,
+                                    const c10d::ReduceScatterOptions &opts) override;
+    c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors,
+                                                 int tag) override;
+    void monitoredBarrier(const c10d::BarrierOptions &opts, bool waitAllRanks) override;
+    void setSequenceNumberForGroup() override;
+    uint64_t getSequenceNumberForGroup() override;
+    void setTimeout(std::chrono::milliseconds timeout) override;
+    bool supportsCoalescing() const override
+    {
+        return true;
+    }
+    void startCoalescing() override;
+    c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+    void abort() override;
+    void shutdown() override;
+
     /** The communicator handle (for diagnostics through zccl's exported
      *  counters, e.g. from a benchmark). */
     uintptr_t comm_handle() const
@@ -264,9 +310,27 @@ class ProcessGroupZccl : public c10d::ProcessGroup
                                          std::function<void()> post);
     aclrtStream lane_stream(int lane);
     void check_root(int64_t root, const char *op) const;
-    void shutdown();
+    void close();
+    /** Bitwise BAND/BOR/BXOR on integers: an allgather of in, then a fold
+     *  of every rank's part `part` (all of it when part < 0) into out. */
+    c10::intrusive_ptr<c10d::Work> bitwise(c10d::OpType type, const char *name,
+                                           std::vector<at::Tensor> outputs, const at::Tensor &in,
+                                           at::Tensor out, int64_t part, const c10d::ReduceOp &op,
+                                           std::function<void()> then = nullptr);
+    /** Sparse allreduce (SUM): indices and values gathered, then summed. */
+    c10::intrusive_ptr<c10d::Work> sparse_allreduce(at::Tensor &t, const c10d::AllreduceOptions &);
+    /** Issues a dense allgather of t padded to n rows, and waits for it. */
+    at::Tensor gather_rows(const at::Tensor &t, int64_t rows);
+    /** Counts a send to dst in the store for a receiver from any source. */
+    void note_send(int dst);
 
     std::shared_ptr<zt_core> core_;
+    c10::intrusive_ptr<c10d::Store> store_;
+    uint64_t seq_ = 0;                                      /* ops issued (for torch) */
+    std::vector<int64_t> recvd_;                            /* messages taken per source */
+    uint64_t mbarriers_ = 0;                                /* monitored barriers run */
+    bool coalescing_ = false;                               /* between start and end */
+    std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_; /* works since start */
 };
 
 /** A dense tensor with t's values (t itself when already contiguous). */
@@ -279,6 +343,8 @@ at::Tensor zt_dense_out(const at::Tensor &t, std::function<void()> *post);
 at::Tensor zt_flatten_in(const std::vector<at::Tensor> &ts);
 /** A flat buffer to receive a list; post copies it out into the list. */
 at::Tensor zt_flatten_out(const std::vector<at::Tensor> &ts, std::function<void()> *post);
+/** Copies a flat buffer out into a list, in order. */
+void zt_unflatten(const at::Tensor &flat, const std::vector<at::Tensor> &outs);
 /** Appends f to *post (run in order). */
 void zt_then(std::function<void()> *post, std::function<void()> f);
 

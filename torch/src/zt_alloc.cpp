@@ -167,7 +167,7 @@ void zt_free(void *p)
 class zt_allocator final : public c10::Allocator
 {
   public:
-    c10::DataPtr allocate(size_t n) const override
+    c10::DataPtr allocate(size_t n) override
     {
         c10::Device dev(c10::DeviceType::CPU);
         if (n == 0) {
@@ -195,6 +195,11 @@ class zt_allocator final : public c10::Allocator
     c10::DeleterFnPtr raw_deleter() const override
     {
         return &zt_free;
+    }
+
+    void copy_data(void *dest, const void *src, std::size_t count) const override
+    {
+        default_copy_data(dest, src, count);
     }
 };
 

@@ -43,14 +43,21 @@ static void zt_divide(const at::Tensor &d, int n, std::function<void()> *post)
 
 static uint64_t zt_count(const at::Tensor &t)
 {
-    return (uint64_t)t.numel();
+    return zt_elems(t);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::allreduce(std::vector<at::Tensor> &tensors,
                                                            const c10d::AllreduceOptions &opts)
 {
+    if (tensors.size() == 1 && tensors[0].defined() && tensors[0].is_sparse()) {
+        return sparse_allreduce(tensors[0], opts);
+    }
     zt_check_single(tensors, "allreduce");
     const at::Tensor &t = tensors[0];
+    if (zt_bitwise(opts.reduceOp, t.scalar_type())) {
+        return bitwise(OpType::ALLREDUCE, "HcclAllGather (bitwise allreduce)", tensors, t, t, -1,
+                       opts.reduceOp);
+    }
     zt_redop r = zt_reduce_op(opts.reduceOp, t.scalar_type());
     HcclDataType dt = zt_dtype(t);
     at::Tensor d = zt_dense_in(t);
@@ -76,6 +83,13 @@ ProcessGroupZccl::allreduce_coalesced(std::vector<at::Tensor> &tensors,
 {
     TORCH_CHECK(!tensors.empty(), "zccl: allreduce_coalesced: no tensors");
     zt_check_same(tensors, tensors[0], false, "allreduce_coalesced");
+    if (zt_bitwise(opts.reduceOp, tensors[0].scalar_type())) {
+        at::Tensor flat = zt_flatten_in(tensors);
+        at::Tensor res = at::empty_like(flat);
+        std::vector<at::Tensor> outs = tensors;
+        return bitwise(OpType::ALLREDUCE_COALESCED, "HcclAllGather (bitwise allreduce)", tensors,
+                       flat, res, -1, opts.reduceOp, [res, outs]() { zt_unflatten(res, outs); });
+    }
     zt_redop r = zt_reduce_op(opts.reduceOp, tensors[0].scalar_type());
     HcclDataType dt = zt_dtype(tensors[0]);
     at::Tensor flat = zt_flatten_in(tensors);
@@ -85,13 +99,7 @@ ProcessGroupZccl::allreduce_coalesced(std::vector<at::Tensor> &tensors,
     }
     if (flat.data_ptr() != tensors[0].data_ptr() || !tensors[0].is_contiguous()) {
         std::vector<at::Tensor> outs = tensors;
-        zt_then(&post, [flat, outs]() mutable {
-            int64_t off = 0;
-            for (auto &t : outs) {
-                t.copy_(flat.narrow(0, off, t.numel()).view(t.sizes()));
-                off += t.numel();
-            }
-        });
+        zt_then(&post, [flat, outs]() { zt_unflatten(flat, outs); });
     }
     std::vector<at::Tensor> keep = tensors;
     keep.push_back(flat);
@@ -137,6 +145,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::reduce(std::vector<at::Tensor> 
     zt_check_single(tensors, "reduce");
     check_root(opts.rootRank, "reduce");
     const at::Tensor &t = tensors[0];
+    if (zt_bitwise(opts.reduceOp, t.scalar_type())) {
+        return bitwise(OpType::REDUCE, "HcclAllGather (bitwise reduce)", tensors, t, t, -1,
+                       opts.reduceOp);
+    }
     zt_redop r = zt_reduce_op(opts.reduceOp, t.scalar_type());
     HcclDataType dt = zt_dtype(t);
     at::Tensor d = zt_dense_in(t);
@@ -292,6 +304,10 @@ ProcessGroupZccl::reduce_scatter(std::vector<at::Tensor> &outputs,
     TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == (size_t)size_,
                 "zccl: reduce_scatter: expects one list of ", size_, " input tensors");
     zt_check_same(inputs[0], outputs[0], true, "reduce_scatter");
+    if (zt_bitwise(opts.reduceOp, outputs[0].scalar_type())) {
+        return bitwise(OpType::REDUCE_SCATTER, "HcclAllGather (bitwise reduce_scatter)", outputs,
+                       zt_flatten_in(inputs[0]), outputs[0], rank_, opts.reduceOp);
+    }
     zt_redop r = zt_reduce_op(opts.reduceOp, outputs[0].scalar_type());
     HcclDataType dt = zt_dtype(outputs[0]);
     at::Tensor flat = zt_flatten_in(inputs[0]);
@@ -324,6 +340,10 @@ ProcessGroupZccl::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
     zt_check_same({input}, output, false, "_reduce_scatter_base");
     TORCH_CHECK(input.numel() == output.numel() * size_, "zccl: _reduce_scatter_base: input has ",
                 input.numel(), " elements, expected ", output.numel() * size_);
+    if (zt_bitwise(opts.reduceOp, output.scalar_type())) {
+        return bitwise(OpType::_REDUCE_SCATTER_BASE, "HcclAllGather (bitwise reduce_scatter)",
+                       {output}, input, output, rank_, opts.reduceOp);
+    }
     zt_redop r = zt_reduce_op(opts.reduceOp, output.scalar_type());
     HcclDataType dt = zt_dtype(output);
     at::Tensor in = zt_dense_in(input);

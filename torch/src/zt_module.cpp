@@ -2,7 +2,7 @@
  * The Python module zccl_torch._C: the group's constructor for
  * torch.distributed.Backend.register_backend, and the allocator switch.
  * torch.distributed is imported first so the c10d base classes (Store,
- * ProcessGroup, Work) are registered with pybind11 before ours derive from
+ * Backend, Work) are registered with pybind11 before ours derive from
  * them.
  */
 #include "zt.hpp"
@@ -12,9 +12,9 @@
 namespace py = pybind11;
 using namespace zccl_torch;
 
-static c10::intrusive_ptr<c10d::ProcessGroup>
-zt_create(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
-          const std::chrono::duration<float> &timeout)
+static c10::intrusive_ptr<c10d::Backend> zt_create(const c10::intrusive_ptr<c10d::Store> &store,
+                                                   int rank, int size,
+                                                   const std::chrono::duration<float> &timeout)
 {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
     return c10::make_intrusive<ProcessGroupZccl>(store, rank, size, ms);
@@ -24,7 +24,7 @@ PYBIND11_MODULE(_C, m)
 {
     py::module::import("torch.distributed");
     m.doc() = "zccl backend for torch.distributed (see zccl_torch/__init__.py)";
-    py::class_<ProcessGroupZccl, c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupZccl>>(
+    py::class_<ProcessGroupZccl, c10d::Backend, c10::intrusive_ptr<ProcessGroupZccl>>(
         m, "ProcessGroupZccl")
         .def("_comm_handle", &ProcessGroupZccl::comm_handle,
              "The HcclComm handle as an integer (diagnostics).");

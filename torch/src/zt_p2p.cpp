@@ -28,8 +28,8 @@ static void zt_splits(const at::Tensor &t, const std::vector<int64_t> &splits, i
         TORCH_CHECK(t.numel() % n == 0, "zccl: alltoall_base: ", side, " has ", t.numel(),
                     " elements, not divisible by the group size ", n);
         for (int i = 0; i < n; i++) {
-            (*counts)[i] = (uint64_t)(t.numel() / n);
-            (*displs)[i] = (uint64_t)(t.numel() / n) * (uint64_t)i;
+            (*counts)[i] = zt_elems(t) / (uint64_t)n;
+            (*displs)[i] = zt_elems(t) / (uint64_t)n * (uint64_t)i;
         }
         return;
     }
@@ -45,7 +45,7 @@ static void zt_splits(const at::Tensor &t, const std::vector<int64_t> &splits, i
     }
     TORCH_CHECK(rows == t.size(0), "zccl: alltoall_base: ", side, " split sizes sum to ", rows,
                 ", dim 0 is ", t.size(0));
-    uint64_t row = t.size(0) == 0 ? 0 : (uint64_t)(t.numel() / t.size(0));
+    uint64_t row = t.size(0) == 0 ? 0 : zt_elems(t) / (uint64_t)t.size(0);
     uint64_t off = 0;
     for (int i = 0; i < n; i++) {
         (*counts)[i] = (uint64_t)splits[i] * row;
@@ -72,7 +72,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::alltoall_base(at::Tensor &outpu
                     "zccl: alltoall_base: input and output need the same number of elements, "
                     "divisible by ",
                     size_, "; got ", in.numel(), " and ", out.numel());
-        uint64_t n = (uint64_t)(in.numel() / size_);
+        uint64_t n = zt_elems(in) / (uint64_t)size_;
         return issue(
             OpType::ALLTOALL_BASE, "HcclAlltoAll", ZT_LANE_COLL, {output}, {input, output, in, out},
             [=](aclrtStream s) {
@@ -107,10 +107,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::alltoall(std::vector<at::Tensor
     std::vector<uint64_t> sc(size_), sd(size_), rc(size_), rd(size_);
     uint64_t so = 0, ro = 0;
     for (int i = 0; i < size_; i++) {
-        sc[i] = (uint64_t)inputs[i].numel();
+        sc[i] = zt_elems(inputs[i]);
         sd[i] = so;
         so += sc[i];
-        rc[i] = (uint64_t)outputs[i].numel();
+        rc[i] = zt_elems(outputs[i]);
         rd[i] = ro;
         ro += rc[i];
     }
@@ -140,12 +140,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::send(std::vector<at::Tensor> &t
     HcclDataType dt = zt_dtype(tensors[0]);
     at::Tensor d = zt_dense_in(tensors[0]);
     HcclComm comm = core_->comm;
+    note_send(dst);
     return issue(
         OpType::SEND, "HcclSend", ZT_LANE_SEND, tensors, {tensors[0], d},
         [=](aclrtStream s) {
-            return d.numel() > 0 ? (int)HcclSend(d.data_ptr(), (uint64_t)d.numel(), dt,
-                                                 (uint32_t)dst, comm, s)
-                                 : 0;
+            return d.numel() > 0
+                       ? (int)HcclSend(d.data_ptr(), zt_elems(d), dt, (uint32_t)dst, comm, s)
+                       : 0;
         },
         nullptr);
 }
@@ -163,21 +164,26 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::recv(std::vector<at::Tensor> &t
     auto w = issue(
         OpType::RECV, "HcclRecv", ZT_LANE_RECV, tensors, {tensors[0], d},
         [=](aclrtStream s) {
-            return d.numel() > 0 ? (int)HcclRecv(d.data_ptr(), (uint64_t)d.numel(), dt,
-                                                 (uint32_t)src, comm, s)
-                                 : 0;
+            return d.numel() > 0
+                       ? (int)HcclRecv(d.data_ptr(), zt_elems(d), dt, (uint32_t)src, comm, s)
+                       : 0;
         },
         std::move(post));
     static_cast<WorkZccl *>(w.get())->src_rank = src;
+    recvd_[src]++;
     return w;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::barrier(const c10d::BarrierOptions &)
+c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::barrier(const c10d::BarrierOptions &opts)
 {
     HcclComm comm = core_->comm;
-    return issue(
+    auto w = issue(
         OpType::BARRIER, "HcclBarrier", ZT_LANE_COLL, {}, {},
         [=](aclrtStream s) { return (int)HcclBarrier(comm, s); }, nullptr);
+    if (opts.timeout.count() > 0) {
+        static_cast<WorkZccl *>(w.get())->timeout = opts.timeout; /* its waits' bound */
+    }
+    return w;
 }
 
 } // namespace zccl_torch

@@ -67,13 +67,13 @@ static void zt_root_exchange(const c10::intrusive_ptr<c10d::Store> &store, int r
 
 ProcessGroupZccl::ProcessGroupZccl(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
                                    std::chrono::milliseconds timeout)
-    : c10d::ProcessGroup(rank, size), core_(std::make_shared<zt_core>())
+    : c10d::Backend(rank, size), core_(std::make_shared<zt_core>()), store_(store), recvd_(size, 0)
 {
     TORCH_CHECK(size > 0 && rank >= 0 && rank < size, "zccl: rank ", rank,
                 " is outside a group of ", size);
     core_->rank = rank;
     core_->size = size;
-    core_->timeout = timeout.count() > 0 ? timeout : kProcessGroupDefaultTimeout;
+    core_->timeout = timeout.count() > 0 ? timeout : std::chrono::milliseconds(30 * 60 * 1000);
     core_->device = zt_device_use(rank);
 
     HcclRootInfo root;
@@ -96,7 +96,7 @@ ProcessGroupZccl::ProcessGroupZccl(const c10::intrusive_ptr<c10d::Store> &store,
 ProcessGroupZccl::~ProcessGroupZccl()
 {
     try {
-        shutdown();
+        close();
     } catch (const std::exception &e) {
         TORCH_WARN("zccl: process group shutdown: ", e.what());
     }
@@ -104,7 +104,26 @@ ProcessGroupZccl::~ProcessGroupZccl()
 
 void ProcessGroupZccl::shutdown()
 {
+    close();
+}
+
+/* destroy_process_group calls this after a fault: the communicator goes
+ * without waiting for the streams' work beyond a short look. */
+void ProcessGroupZccl::abort()
+{
+    {
+        std::lock_guard<std::mutex> g(core_->mu);
+        core_->timeout = std::min(core_->timeout, std::chrono::milliseconds(1000));
+    }
+    close();
+}
+
+void ProcessGroupZccl::close()
+{
     zt_core &c = *core_;
+    if (c.comm == nullptr && c.closed) {
+        return;
+    }
     {
         std::lock_guard<std::mutex> g(c.fmu);
         c.fstop = true;
@@ -174,6 +193,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::issue(c10d::OpType type, const 
 {
     auto w = c10::make_intrusive<WorkZccl>(core_, rank_, type, lane, std::move(outputs));
     w->name = name;
+    w->seqnum = ++seq_;
     w->keep = std::move(keep);
     w->post = std::move(post);
     zt_works done;
@@ -198,6 +218,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::issue(c10d::OpType type, const 
     }
     for (auto &d : done) {
         d->finish_future();
+    }
+    if (coalescing_) {
+        coalesced_.push_back(w);
     }
     return w;
 }

@@ -1,13 +1,15 @@
 /*
  * Names for zccl's codes, argument checks, and the dtype / reduction mapping.
  *
- * dtypes: float32, float64, float16, bfloat16, int8, uint8, int16, int32 and
- * int64 map one to one; bool travels as uint8 (a bool tensor holds 0 or 1),
- * so SUM/MAX/BOR become MAX (logical or) and PRODUCT/MIN/BAND become MIN
- * (logical and). Other dtypes are refused with the dtype named.
- * Reductions: SUM, PRODUCT, MIN, MAX map to zccl's; AVG (defined by 1.13) is
- * SUM followed by a division by the group size on the host, for floating
- * dtypes only; BAND/BOR/BXOR on non-bool dtypes and PREMUL_SUM are refused.
+ * dtypes: float32, float64, float16, bfloat16, int8, uint8, int16, int32,
+ * int64, uint16, uint32 and uint64 map one to one; complex travels as its
+ * real type (twice the elements); bool travels as uint8 (a bool tensor holds
+ * 0 or 1), so SUM/MAX/BOR become MAX (logical or) and PRODUCT/MIN/BAND become
+ * MIN (logical and). Other dtypes are refused with the dtype named.
+ * Reductions: SUM, PRODUCT, MIN, MAX map to zccl's; AVG is SUM followed by a
+ * division by the group size on the host, for floating and complex dtypes;
+ * BAND/BOR/BXOR on integers gather every rank's tensor and fold it on the
+ * host (zccl has no bitwise reduction); PREMUL_SUM is refused, as by Gloo.
  */
 #include "zt.hpp"
 
@@ -61,6 +63,9 @@ std::string zt_hccl_name(int code)
 
 void zt_throw_hccl(const std::string &what, int code)
 {
+    /* A peer that never came: worded as torch's tests expect ("Timed out"). */
+    TORCH_CHECK(code != HCCL_E_TIMEOUT, "zccl: ", what, ": Timed out waiting for the peers (",
+                zt_hccl_name(code), " [code ", code, "])");
     TORCH_CHECK(false, "zccl: ", what, " failed: ", zt_hccl_name(code), " [code ", code, "]");
 }
 
@@ -83,10 +88,13 @@ HcclDataType zt_dtype(const at::Tensor &t)
 {
     switch (t.scalar_type()) {
     case at::kFloat:
+    case at::kComplexFloat:
         return HCCL_DATA_TYPE_FP32;
     case at::kDouble:
+    case at::kComplexDouble:
         return HCCL_DATA_TYPE_FP64;
     case at::kHalf:
+    case at::kComplexHalf:
         return HCCL_DATA_TYPE_FP16;
     case at::kBFloat16:
         return HCCL_DATA_TYPE_BFP16;
@@ -101,11 +109,51 @@ HcclDataType zt_dtype(const at::Tensor &t)
         return HCCL_DATA_TYPE_INT32;
     case at::kLong:
         return HCCL_DATA_TYPE_INT64;
+    case at::kUInt16:
+        return HCCL_DATA_TYPE_UINT16;
+    case at::kUInt32:
+        return HCCL_DATA_TYPE_UINT32;
+    case at::kUInt64:
+        return HCCL_DATA_TYPE_UINT64;
     default:
         TORCH_CHECK(false, "zccl: dtype ", t.scalar_type(),
-                    " is not supported (float32/64, float16, bfloat16, int8/16/32/64, uint8, "
-                    "bool are)");
+                    " is not supported (floating, integer, bool and complex dtypes are)");
     }
+}
+
+uint64_t zt_elems(const at::Tensor &t)
+{
+    return (uint64_t)t.numel() * (t.is_complex() ? 2u : 1u);
+}
+
+static const char *zt_op_name(c10d::ReduceOp::RedOpType op)
+{
+    static const char *const names[] = {"SUM",  "AVG", "PRODUCT", "MIN",       "MAX",
+                                        "BAND", "BOR", "BXOR",    "PREMUL_SUM"};
+    return (unsigned)op < 9u ? names[(unsigned)op] : "UNUSED";
+}
+
+bool zt_bitwise(const c10d::ReduceOp &rop, at::ScalarType st)
+{
+    c10d::ReduceOp::RedOpType op = rop.op_;
+    bool bit =
+        op == c10d::ReduceOp::BAND || op == c10d::ReduceOp::BOR || op == c10d::ReduceOp::BXOR;
+    return bit && st != at::kBool && at::isIntegralType(st, /*includeBool=*/false);
+}
+
+void zt_fold_bitwise(c10d::ReduceOp::RedOpType op, const at::Tensor &rows, at::Tensor out)
+{
+    at::Tensor acc = rows[0].clone();
+    for (int64_t i = 1; i < rows.size(0); i++) {
+        if (op == c10d::ReduceOp::BAND) {
+            acc.bitwise_and_(rows[i]);
+        } else if (op == c10d::ReduceOp::BOR) {
+            acc.bitwise_or_(rows[i]);
+        } else {
+            acc.bitwise_xor_(rows[i]);
+        }
+    }
+    out.copy_(acc.view(out.sizes()));
 }
 
 zt_redop zt_reduce_op(const c10d::ReduceOp &rop, at::ScalarType st)
@@ -122,11 +170,14 @@ zt_redop zt_reduce_op(const c10d::ReduceOp &rop, at::ScalarType st)
         case c10d::ReduceOp::BAND:
             return {HCCL_REDUCE_MIN, false};
         default:
-            TORCH_CHECK(false, "zccl: reduce op ", (int)op,
+            TORCH_CHECK(false, "zccl: ReduceOp.", zt_op_name(op),
                         " is not supported on bool tensors (SUM/MAX/BOR = or, "
                         "PRODUCT/MIN/BAND = and)");
         }
     }
+    TORCH_CHECK(!at::isComplexType(st) || op == c10d::ReduceOp::SUM || op == c10d::ReduceOp::AVG,
+                "zccl: ReduceOp.", zt_op_name(op), " is not supported on complex dtype ", st,
+                " (SUM and AVG are)");
     switch (op) {
     case c10d::ReduceOp::SUM:
         return {HCCL_REDUCE_SUM, false};
@@ -137,13 +188,18 @@ zt_redop zt_reduce_op(const c10d::ReduceOp &rop, at::ScalarType st)
     case c10d::ReduceOp::MAX:
         return {HCCL_REDUCE_MAX, false};
     case c10d::ReduceOp::AVG:
-        TORCH_CHECK(at::isFloatingType(st), "zccl: ReduceOp.AVG needs a floating dtype, got ", st,
+        TORCH_CHECK(at::isFloatingType(st) || at::isComplexType(st),
+                    "zccl: ReduceOp.AVG needs a floating dtype, got ", st,
                     " (zccl has no average: it sums, then divides)");
         return {HCCL_REDUCE_SUM, true};
+    case c10d::ReduceOp::BAND:
+    case c10d::ReduceOp::BOR:
+    case c10d::ReduceOp::BXOR:
+        TORCH_CHECK(false, "zccl: ReduceOp.", zt_op_name(op), " needs an integer dtype, got ", st);
     default:
-        TORCH_CHECK(false, "zccl: reduce op ", (int)op,
-                    " is not supported (zccl reduces with SUM, PRODUCT, MIN, MAX; AVG on "
-                    "floating dtypes; bitwise ops only on bool)");
+        TORCH_CHECK(false, "zccl: ReduceOp.", zt_op_name(op),
+                    " is not supported (as with Gloo: SUM, AVG, PRODUCT, MIN, MAX; BAND, BOR, "
+                    "BXOR on integers)");
     }
 }
 
@@ -248,6 +304,15 @@ at::Tensor zt_flatten_in(const std::vector<at::Tensor> &ts)
     return at::cat(flat);
 }
 
+void zt_unflatten(const at::Tensor &flat, const std::vector<at::Tensor> &outs)
+{
+    int64_t off = 0;
+    for (auto t : outs) {
+        t.copy_(flat.narrow(0, off, t.numel()).view(t.sizes()));
+        off += t.numel();
+    }
+}
+
 at::Tensor zt_flatten_out(const std::vector<at::Tensor> &ts, std::function<void()> *post)
 {
     if (zt_adjacent(ts)) {
@@ -259,13 +324,7 @@ at::Tensor zt_flatten_out(const std::vector<at::Tensor> &ts, std::function<void(
     }
     at::Tensor flat = at::empty({n}, ts[0].options().memory_format(at::MemoryFormat::Contiguous));
     std::vector<at::Tensor> outs = ts;
-    zt_then(post, [flat, outs]() mutable {
-        int64_t off = 0;
-        for (auto &t : outs) {
-            t.copy_(flat.narrow(0, off, t.numel()).view(t.sizes()));
-            off += t.numel();
-        }
-    });
+    zt_then(post, [flat, outs]() { zt_unflatten(flat, outs); });
     return flat;
 }
 

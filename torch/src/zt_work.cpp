@@ -116,13 +116,15 @@ static void zt_mark_futures(zt_works &done)
 
 [[noreturn]] static void zt_timed_out(const WorkZccl *w, int rank, std::chrono::milliseconds t)
 {
-    TORCH_CHECK(false, "zccl: ", w->name, " (rank ", rank, ") timed out after ", t.count(), " ms");
+    /* Worded as torch's tests expect of a CPU backend (Gloo's words). */
+    TORCH_CHECK(false, "zccl: ", w->name, " (rank ", rank, "): Timed out waiting ", t.count(),
+                "ms for the operation to complete");
 }
 
 void zt_core::complete(WorkZccl *w, std::chrono::milliseconds timeout)
 {
     if (timeout.count() <= 0) {
-        timeout = this->timeout;
+        timeout = w->timeout.count() > 0 ? w->timeout : this->timeout;
     }
     auto deadline = clock_type::now() + timeout;
     zt_lane &l = lanes[w->lane()];
@@ -201,6 +203,11 @@ void WorkZccl::abort()
 {
     TORCH_CHECK(false, "zccl: Work.abort is not supported (a failed op breaks the "
                        "communicator; destroy the process group instead)");
+}
+
+uint64_t WorkZccl::getSequencenumber() const
+{
+    return seqnum;
 }
 
 int WorkZccl::sourceRank() const
