@@ -41,6 +41,7 @@ import os
 import socket
 import sys
 import time
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -146,6 +147,7 @@ def allreduce_time(a, group, world, grads):
 def worker(rank, a, port, q):
     import zccl_torch
 
+    warnings.filterwarnings("ignore", category=FutureWarning)  # torch's renamed functions
     torch.set_num_threads(1)
     if "zccl" in a.backends:
         zccl_torch.use_activated_memory()  # models, buckets and data: zero-copy for zccl

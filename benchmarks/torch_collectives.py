@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -170,6 +171,7 @@ def timed(op, group, iters, gloo, sync):
 def worker(rank, n, port, sizes, ops, repeat, dtypes, q):
     import zccl_torch
 
+    warnings.filterwarnings("ignore", category=FutureWarning)  # torch's renamed functions
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     torch.set_num_threads(1)
     zccl_torch.use_activated_memory()

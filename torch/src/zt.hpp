@@ -79,6 +79,9 @@ HcclDataType zt_dtype(const at::Tensor &t);
 /** Elements as zccl counts them (a complex element is two). */
 uint64_t zt_elems(const at::Tensor &t);
 
+/** "SUM", "BXOR", ... for a reduction. */
+const char *zt_op_name(c10d::ReduceOp::RedOpType op);
+
 /** What an op's reduction becomes on zccl. */
 struct zt_redop {
     HcclReduceOp op;

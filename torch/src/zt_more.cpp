@@ -80,8 +80,8 @@ c10::intrusive_ptr<c10d::Work>
 ProcessGroupZccl::sparse_allreduce(at::Tensor &t, const c10d::AllreduceOptions &opts)
 {
     TORCH_CHECK(opts.reduceOp.op_ == c10d::ReduceOp::SUM,
-                "zccl: allreduce of a sparse tensor supports ReduceOp.SUM only, got op ",
-                (int)opts.reduceOp.op_);
+                "zccl: allreduce of a sparse tensor supports ReduceOp.SUM only, got ReduceOp.",
+                zt_op_name(opts.reduceOp.op_));
     at::Tensor in = t.coalesce();
     int64_t nnz = in._nnz();
     at::Tensor counts = gather_rows(at::full({1}, nnz, at::kLong), 1).view({-1});

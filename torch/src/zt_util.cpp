@@ -126,7 +126,7 @@ uint64_t zt_elems(const at::Tensor &t)
     return (uint64_t)t.numel() * (t.is_complex() ? 2u : 1u);
 }
 
-static const char *zt_op_name(c10d::ReduceOp::RedOpType op)
+const char *zt_op_name(c10d::ReduceOp::RedOpType op)
 {
     static const char *const names[] = {"SUM",  "AVG", "PRODUCT", "MIN",       "MAX",
                                         "BAND", "BOR", "BXOR",    "PREMUL_SUM"};
