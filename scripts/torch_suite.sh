@@ -23,6 +23,8 @@
 #   TEST_TIMEOUT seconds per test (default 120; torch's own is 300)
 #   INIT         file (default: INIT_METHOD=file://, as PyTorch's CI, so the
 #                barrier timeout tests run) or env
+#   STANDIN_PROFILER  off: zccl-as-gloo does not check the profiler events the
+#                suite expects of Gloo (by default it looks for zccl's names)
 #   LOCK         a file to flock around each test (e.g. the lock CPU-heavy
 #                benchmarks take): other work takes turns with the suite
 #   TIME_LIMIT   seconds for the whole run (default 14400); tests not started by
