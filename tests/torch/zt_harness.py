@@ -1,8 +1,9 @@
 """Shared launcher and checks for the zccl_torch tests.
 
 run(fn, nranks, *args) starts nranks processes with torch.multiprocessing
-(spawn), each initialising the "zccl" process group over a file store (no
-port to race for on a busy machine), runs fn(rank, nranks, *args) in each and
+(spawn), each initialising the "zccl" process group (or another backend:
+backend=, e.g. "gloo" to check a test's logic against torch's own) over a
+file store (no port to race for on a busy machine), runs fn(rank, nranks, *args) in each and
 fails (exit status 1, with every rank's error) when any rank raised, exited
 badly or did not finish within the time limit. The parent watches every rank
 at once: when one fails, the rest are killed after a short grace instead of
@@ -39,15 +40,16 @@ def store_path():
     return os.path.join(d, "store")
 
 
-def _entry(rank, nranks, path, fn, args, timeout_s, errq):
+def _entry(rank, nranks, path, fn, args, timeout_s, errq, backend="zccl"):
     # torch 2.x warns of its own private and renamed functions the tests call
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=UserWarning)
     try:
-        import zccl_torch  # noqa: F401  (registers "zccl")
+        if "zccl" in backend:
+            import zccl_torch  # noqa: F401  (registers "zccl")
 
         dist.init_process_group(
-            "zccl",
+            backend,
             init_method="file://" + path,
             rank=rank,
             world_size=nranks,
@@ -69,7 +71,7 @@ def _drain(errq, errors):
 
 
 def launch(fn, nranks, *args, timeout_s=120, limit_s=600, expect_dead=None, grace_s=3.0,
-           entry=None):
+           entry=None, backend="zccl"):
     """Starts nranks ranks running fn and watches them all at once. Returns
     the list of problems (empty when every rank exited 0, or by SIGKILL for
     rank expect_dead). Fails fast: once a rank fails (non-zero exit or a
@@ -82,7 +84,8 @@ def launch(fn, nranks, *args, timeout_s=120, limit_s=600, expect_dead=None, grac
     t0 = time.time()
     procs = []
     for r in range(nranks):
-        p = ctx.Process(target=entry or _entry, args=(r, nranks, path, fn, args, timeout_s, errq))
+        p = ctx.Process(target=entry or _entry, args=(r, nranks, path, fn, args, timeout_s, errq),
+                        kwargs={} if entry else {"backend": backend})
         p.start()
         procs.append(p)
     bad, errors = [], {}
@@ -125,14 +128,24 @@ def launch(fn, nranks, *args, timeout_s=120, limit_s=600, expect_dead=None, grac
     return bad
 
 
-def run(fn, nranks, *args, timeout_s=120, limit_s=600):
+def run(fn, nranks, *args, timeout_s=120, limit_s=600, backend="zccl"):
     """Runs fn on nranks ranks; exits the test with status 1 on any failure."""
     t0 = time.time()
-    bad = launch(fn, nranks, *args, timeout_s=timeout_s, limit_s=limit_s)
+    bad = launch(fn, nranks, *args, timeout_s=timeout_s, limit_s=limit_s, backend=backend)
     if bad:
         print("\n".join(bad))
         sys.exit(1)
-    print("%d ranks passed in %.1f s" % (nranks, time.time() - t0))
+    print("%d ranks passed in %.1f s (%s)" % (nranks, time.time() - t0, backend))
+
+
+def parse_args(default_ranks):
+    """NRANKS [--backend NAME] from the command line (backend default zccl)."""
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("nranks", nargs="?", type=int, default=default_ranks)
+    ap.add_argument("--backend", default="zccl", help="zccl, or gloo to check the test itself")
+    return ap.parse_args()
 
 
 class Checker:
@@ -146,6 +159,14 @@ class Checker:
     def equal(self, what, got, want):
         self.cases += 1
         if got.dtype != want.dtype or got.shape != want.shape or not torch.equal(got, want):
+            self.failures.append("%s: got %s, want %s" % (what, got.flatten()[:8].tolist(),
+                                                           want.flatten()[:8].tolist()))
+
+    def close(self, what, got, want, rtol=1e-5, atol=1e-6):
+        """Same dtype and shape, values within tolerance (rounding may differ)."""
+        self.cases += 1
+        if (got.dtype != want.dtype or got.shape != want.shape
+                or not torch.allclose(got.double(), want.double(), rtol=rtol, atol=atol)):
             self.failures.append("%s: got %s, want %s" % (what, got.flatten()[:8].tolist(),
                                                            want.flatten()[:8].tolist()))
 

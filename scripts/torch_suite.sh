@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# PyTorch's own distributed suite (torch.testing._internal.distributed.
+# distributed_test.DistributedTest, spawn-based, as torch's
+# test/distributed/test_distributed_spawn.py builds it) from the installed torch,
+# on Gloo and on zccl, by tests/torch/suite/run_suite.py:
+#   gloo          the reference (BACKEND=gloo)
+#   zccl          zccl as a CPU backend (BACKEND=zccl, in the "ddp", "subgroup"
+#                 and "plugin" feature sets)
+#   zccl-as-gloo  zccl standing in for Gloo (BACKEND=gloo; every group the suite
+#                 makes is zccl's, so the tests gated on the name "gloo" run too)
+# Prints one table (passed / failed / skipped / not run per mode and world size)
+# and every test that passes on Gloo but not on zccl, with the first line of its
+# error; writes $OUT/<mode>_np<N>.csv, .log and table.txt. Exit status 1 when
+# such a test exists (or, without a gloo run, when a zccl test fails).
+#
+# Environment:
+#   PYTHON       interpreter with torch and zccl_torch (default .venv/bin/python)
+#   WORLD_SIZES  default "2 3"
+#   MODES        default "gloo zccl zccl-as-gloo"
+#   TESTS        -k style filter: space-separated substrings or globs, -X excludes
+#   SUBSET       "ci": a fixed subset (every collective, DDP, a timeout case)
+#   OUT          default out/torch_suite
+#   TEST_TIMEOUT seconds per test (default 120; torch's own is 300)
+#   INIT         file (default: INIT_METHOD=file://, as PyTorch's CI, so the
+#                barrier timeout tests run) or env
+#   STANDIN_PROFILER  off: zccl-as-gloo does not check the profiler events the
+#                suite expects of Gloo (by default it looks for zccl's names)
+#   LOCK         a file to flock around each test (e.g. the lock CPU-heavy
+#                benchmarks take): other work takes turns with the suite
+#   TIME_LIMIT   seconds for the whole run (default 14400); tests not started by
+#                then are reported "notrun"
+# The full suite takes about 20 min per mode and world size on 2 idle cores
+# (each test spawns its ranks, each importing torch).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-.venv/bin/python}
+WORLD_SIZES=${WORLD_SIZES:-2 3}
+MODES=${MODES:-gloo zccl zccl-as-gloo}
+OUT=${OUT:-out/torch_suite}
+TIME_LIMIT=${TIME_LIMIT:-14400}
+args=(all --out "$OUT" --world-sizes $WORLD_SIZES --modes $MODES
+      --test-timeout "${TEST_TIMEOUT:-120}" --time-limit "$TIME_LIMIT" --init "${INIT:-file}")
+[ -n "${TESTS:-}" ] && args+=(--tests "$TESTS")
+[ -n "${SUBSET:-}" ] && args+=(--subset "$SUBSET")
+[ -n "${LOCK:-}" ] && args+=(--lock "$LOCK")
+# torch's test modules import expecttest (a small pure-Python test dependency of
+# PyTorch's, not a dependency of the wheel).
+"$PYTHON" -c "import expecttest" 2>/dev/null || "$PYTHON" -m pip install -q expecttest
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+# Each test runs in every mode in turn, so a run cut short by TIME_LIMIT has the
+# same tests in every mode. The driver stops starting tests at TIME_LIMIT; this
+# bounds the rest.
+exec timeout -k 30 "$((TIME_LIMIT + 600))" "$PYTHON" tests/torch/suite/run_suite.py "${args[@]}"
