@@ -170,8 +170,9 @@ struct zt_core {
 class WorkZccl : public c10d::Work
 {
   public:
+    /** inputs: the op's arguments as the profiler records them. */
     WorkZccl(std::shared_ptr<zt_core> core, int rank, c10d::OpType type, int lane,
-             std::vector<at::Tensor> outputs);
+             std::vector<at::Tensor> outputs, const std::vector<at::Tensor> &inputs);
 
     bool isCompleted() override;
     bool isSuccess() const override;
@@ -306,9 +307,11 @@ class ProcessGroupZccl : public c10d::Backend
     /* Called during issue only: a reference, no copy of the lambda. */
     using launch_fn = c10::function_ref<int(aclrtStream)>;
     /** Issues one op on a lane: launch(stream) is the Hccl call. The work
-     *  holds outputs until it is destroyed and keep until its op ended. */
+     *  holds outputs until it is destroyed and keep until its op ended;
+     *  inputs are what the profiler records as the op's arguments. */
     c10::intrusive_ptr<c10d::Work> issue(c10d::OpType type, const char *name, int lane,
                                          std::vector<at::Tensor> outputs,
+                                         const std::vector<at::Tensor> &inputs,
                                          std::vector<at::Tensor> keep, launch_fn launch,
                                          std::function<void()> post);
     aclrtStream lane_stream(int lane);

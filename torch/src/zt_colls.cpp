@@ -68,7 +68,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::allreduce(std::vector<at::Tenso
     zt_copy_back(t, d, &post);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::ALLREDUCE, "HcclAllReduce", ZT_LANE_COLL, tensors, zt_temp(t, d),
+        OpType::ALLREDUCE, "HcclAllReduce", ZT_LANE_COLL, tensors, tensors, zt_temp(t, d),
         [=](aclrtStream s) {
             return zt_count(d) == 0 ? 0
                                     : (int)HcclAllReduce(d.data_ptr(), d.data_ptr(), zt_count(d),
@@ -105,7 +105,7 @@ ProcessGroupZccl::allreduce_coalesced(std::vector<at::Tensor> &tensors,
     keep.push_back(flat);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::ALLREDUCE_COALESCED, "HcclAllReduce (coalesced)", ZT_LANE_COLL, tensors,
+        OpType::ALLREDUCE_COALESCED, "HcclAllReduce (coalesced)", ZT_LANE_COLL, tensors, tensors,
         std::move(keep),
         [=](aclrtStream s) {
             return zt_count(flat) == 0 ? 0
@@ -130,7 +130,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::broadcast(std::vector<at::Tenso
     HcclComm comm = core_->comm;
     uint32_t root = (uint32_t)opts.rootRank;
     return issue(
-        OpType::BROADCAST, "HcclBroadcast", ZT_LANE_COLL, tensors, zt_temp(t, d),
+        OpType::BROADCAST, "HcclBroadcast", ZT_LANE_COLL, tensors, tensors, zt_temp(t, d),
         [=](aclrtStream s) {
             return zt_count(d) == 0
                        ? 0
@@ -160,7 +160,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::reduce(std::vector<at::Tensor> 
     HcclComm comm = core_->comm;
     uint32_t root = (uint32_t)opts.rootRank;
     return issue(
-        OpType::REDUCE, "HcclReduce", ZT_LANE_COLL, tensors, zt_temp(t, d),
+        OpType::REDUCE, "HcclReduce", ZT_LANE_COLL, tensors, tensors, zt_temp(t, d),
         [=](aclrtStream s) {
             return zt_count(d) == 0 ? 0
                                     : (int)HcclReduce(d.data_ptr(), d.data_ptr(), zt_count(d), dt,
@@ -186,7 +186,7 @@ ProcessGroupZccl::allgather(std::vector<std::vector<at::Tensor>> &outputs,
     keep.push_back(flat);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::ALLGATHER, "HcclAllGather", ZT_LANE_COLL, outputs[0], std::move(keep),
+        OpType::ALLGATHER, "HcclAllGather", ZT_LANE_COLL, outputs[0], inputs, std::move(keep),
         [=](aclrtStream s) {
             return zt_count(in) == 0 ? 0
                                      : (int)HcclAllGather(in.data_ptr(), flat.data_ptr(),
@@ -209,7 +209,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::_allgather_base(at::Tensor &out
     at::Tensor out = zt_dense_out(output, &post);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::_ALLGATHER_BASE, "HcclAllGather", ZT_LANE_COLL, {output}, {input, output, in, out},
+        OpType::_ALLGATHER_BASE, "HcclAllGather", ZT_LANE_COLL, {output}, {input},
+        {input, output, in, out},
         [=](aclrtStream s) {
             return zt_count(in) == 0 ? 0
                                      : (int)HcclAllGather(in.data_ptr(), out.data_ptr(),
@@ -250,7 +251,7 @@ ProcessGroupZccl::gather(std::vector<std::vector<at::Tensor>> &outputs,
     keep.push_back(flat);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::GATHER, "HcclAlltoAllV (gather)", ZT_LANE_COLL, outs, std::move(keep),
+        OpType::GATHER, "HcclAlltoAllV (gather)", ZT_LANE_COLL, outs, inputs, std::move(keep),
         [=](aclrtStream s) {
             return n == 0 ? 0
                           : (int)HcclAlltoAllV(in.data_ptr(), sc.data(), sd.data(), dt,
@@ -286,7 +287,8 @@ ProcessGroupZccl::scatter(std::vector<at::Tensor> &outputs,
     HcclComm comm = core_->comm;
     uint32_t root = (uint32_t)opts.rootRank;
     return issue(
-        OpType::SCATTER, "HcclScatter", ZT_LANE_COLL, outputs, std::move(keep),
+        OpType::SCATTER, "HcclScatter", ZT_LANE_COLL, outputs, inputs.empty() ? outputs : inputs[0],
+        std::move(keep),
         [=](aclrtStream s) {
             return zt_count(out) == 0 ? 0
                                       : (int)HcclScatter(flat.data_ptr(), out.data_ptr(),
@@ -323,7 +325,8 @@ ProcessGroupZccl::reduce_scatter(std::vector<at::Tensor> &outputs,
     keep.push_back(flat);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::REDUCE_SCATTER, "HcclReduceScatter", ZT_LANE_COLL, outputs, std::move(keep),
+        OpType::REDUCE_SCATTER, "HcclReduceScatter", ZT_LANE_COLL, outputs,
+        inputs.empty() ? outputs : inputs[0], std::move(keep),
         [=](aclrtStream s) {
             return zt_count(out) == 0 ? 0
                                       : (int)HcclReduceScatter(flat.data_ptr(), out.data_ptr(),
@@ -355,7 +358,7 @@ ProcessGroupZccl::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
     zt_copy_back(output, out, &post);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::_REDUCE_SCATTER_BASE, "HcclReduceScatter", ZT_LANE_COLL, {output},
+        OpType::_REDUCE_SCATTER_BASE, "HcclReduceScatter", ZT_LANE_COLL, {output}, {input},
         {input, output, in, out},
         [=](aclrtStream s) {
             return zt_count(out) == 0 ? 0

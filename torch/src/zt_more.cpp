@@ -51,7 +51,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::bitwise(OpType type, const char
     keep.push_back(src);
     keep.push_back(rows);
     return issue(
-        type, name, ZT_LANE_COLL, std::move(outputs), std::move(keep),
+        type, name, ZT_LANE_COLL, std::move(outputs), {in}, std::move(keep),
         [=](aclrtStream s) {
             return src.numel() == 0 ? 0
                                     : (int)HcclAllGather(src.data_ptr(), rows.data_ptr(),
@@ -100,7 +100,7 @@ ProcessGroupZccl::sparse_allreduce(at::Tensor &t, const c10d::AllreduceOptions &
     t.copy_(sum);
     std::vector<at::Tensor> outs{t};
     return issue(
-        OpType::ALLREDUCE, "sparse allreduce", ZT_LANE_COLL, outs, {},
+        OpType::ALLREDUCE, "sparse allreduce", ZT_LANE_COLL, outs, outs, {},
         [](aclrtStream) { return 0; }, nullptr);
 }
 
@@ -142,7 +142,7 @@ ProcessGroupZccl::allgather_coalesced(std::vector<std::vector<at::Tensor>> &outp
     keep.push_back(flat);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::ALLGATHER_COALESCED, "HcclAllGather (coalesced)", ZT_LANE_COLL, all,
+        OpType::ALLGATHER_COALESCED, "HcclAllGather (coalesced)", ZT_LANE_COLL, all, inputs,
         std::move(keep),
         [=](aclrtStream s) {
             return in.numel() == 0 ? 0

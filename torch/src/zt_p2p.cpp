@@ -74,7 +74,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::alltoall_base(at::Tensor &outpu
                     size_, "; got ", in.numel(), " and ", out.numel());
         uint64_t n = zt_elems(in) / (uint64_t)size_;
         return issue(
-            OpType::ALLTOALL_BASE, "HcclAlltoAll", ZT_LANE_COLL, {output}, {input, output, in, out},
+            OpType::ALLTOALL_BASE, "HcclAlltoAll", ZT_LANE_COLL, {output}, {input},
+            {input, output, in, out},
             [=](aclrtStream s) {
                 return n == 0 ? 0
                               : (int)HcclAlltoAll(in.data_ptr(), n, dt, out.data_ptr(), n, dt, comm,
@@ -86,7 +87,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::alltoall_base(at::Tensor &outpu
     zt_splits(in, inputSplits, size_, "input", &sc, &sd);
     zt_splits(out, outputSplits, size_, "output", &rc, &rd);
     return issue(
-        OpType::ALLTOALL_BASE, "HcclAlltoAllV", ZT_LANE_COLL, {output}, {input, output, in, out},
+        OpType::ALLTOALL_BASE, "HcclAlltoAllV", ZT_LANE_COLL, {output}, {input},
+        {input, output, in, out},
         [=](aclrtStream s) {
             return (int)HcclAlltoAllV(in.data_ptr(), sc.data(), sd.data(), dt, out.data_ptr(),
                                       rc.data(), rd.data(), dt, comm, s);
@@ -123,7 +125,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::alltoall(std::vector<at::Tensor
     keep.push_back(out);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::ALLTOALL, "HcclAlltoAllV", ZT_LANE_COLL, outputs, std::move(keep),
+        OpType::ALLTOALL, "HcclAlltoAllV", ZT_LANE_COLL, outputs, inputs, std::move(keep),
         [=](aclrtStream s) {
             return (int)HcclAlltoAllV(in.data_ptr(), sc.data(), sd.data(), dt, out.data_ptr(),
                                       rc.data(), rd.data(), dt, comm, s);
@@ -142,7 +144,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::send(std::vector<at::Tensor> &t
     HcclComm comm = core_->comm;
     note_send(dst);
     return issue(
-        OpType::SEND, "HcclSend", ZT_LANE_SEND, tensors, {tensors[0], d},
+        OpType::SEND, "HcclSend", ZT_LANE_SEND, tensors, tensors, {tensors[0], d},
         [=](aclrtStream s) {
             return d.numel() > 0
                        ? (int)HcclSend(d.data_ptr(), zt_elems(d), dt, (uint32_t)dst, comm, s)
@@ -162,7 +164,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::recv(std::vector<at::Tensor> &t
     at::Tensor d = zt_dense_out(tensors[0], &post);
     HcclComm comm = core_->comm;
     auto w = issue(
-        OpType::RECV, "HcclRecv", ZT_LANE_RECV, tensors, {tensors[0], d},
+        OpType::RECV, "HcclRecv", ZT_LANE_RECV, tensors, tensors, {tensors[0], d},
         [=](aclrtStream s) {
             return d.numel() > 0
                        ? (int)HcclRecv(d.data_ptr(), zt_elems(d), dt, (uint32_t)src, comm, s)
@@ -178,7 +180,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::barrier(const c10d::BarrierOpti
 {
     HcclComm comm = core_->comm;
     auto w = issue(
-        OpType::BARRIER, "HcclBarrier", ZT_LANE_COLL, {}, {},
+        OpType::BARRIER, "HcclBarrier", ZT_LANE_COLL, {}, {}, {},
         [=](aclrtStream s) { return (int)HcclBarrier(comm, s); }, nullptr);
     if (opts.timeout.count() > 0) {
         static_cast<WorkZccl *>(w.get())->timeout = opts.timeout; /* its waits' bound */

@@ -188,10 +188,11 @@ void ProcessGroupZccl::check_root(int64_t root, const char *op) const
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::issue(c10d::OpType type, const char *name,
                                                        int lane, std::vector<at::Tensor> outputs,
+                                                       const std::vector<at::Tensor> &inputs,
                                                        std::vector<at::Tensor> keep,
                                                        launch_fn launch, std::function<void()> post)
 {
-    auto w = c10::make_intrusive<WorkZccl>(core_, rank_, type, lane, std::move(outputs));
+    auto w = c10::make_intrusive<WorkZccl>(core_, rank_, type, lane, std::move(outputs), inputs);
     w->name = name;
     w->seqnum = ++seq_;
     w->keep = std::move(keep);

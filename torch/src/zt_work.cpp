@@ -19,9 +19,56 @@ namespace zccl_torch
 
 using clock_type = std::chrono::steady_clock;
 
+/* The profiler's name for an op, as Gloo's are named ("gloo:all_reduce"):
+ * the backend's name, a colon, the torch.distributed call. */
+static const char *zt_prof_title(c10d::OpType type)
+{
+    using c10d::OpType;
+    switch (type) {
+    case OpType::BROADCAST:
+        return "zccl:broadcast";
+    case OpType::ALLREDUCE:
+        return "zccl:all_reduce";
+    case OpType::ALLREDUCE_COALESCED:
+        return "zccl:all_reduce_coalesced";
+    case OpType::REDUCE:
+        return "zccl:reduce";
+    case OpType::ALLGATHER:
+        return "zccl:all_gather";
+    case OpType::_ALLGATHER_BASE:
+        return "zccl:all_gather_into_tensor";
+    case OpType::ALLGATHER_COALESCED:
+        return "zccl:all_gather_coalesced";
+    case OpType::GATHER:
+        return "zccl:gather";
+    case OpType::SCATTER:
+        return "zccl:scatter";
+    case OpType::REDUCE_SCATTER:
+        return "zccl:reduce_scatter";
+    case OpType::_REDUCE_SCATTER_BASE:
+        return "zccl:reduce_scatter_tensor";
+    case OpType::ALLTOALL_BASE:
+    case OpType::ALLTOALL:
+        return "zccl:all_to_all";
+    case OpType::SEND:
+        return "zccl:send";
+    case OpType::RECV:
+        return "zccl:recv";
+    case OpType::RECVANYSOURCE:
+        return "zccl:recvAnySource";
+    case OpType::BARRIER:
+        return "zccl:barrier";
+    default:
+        return "zccl:op";
+    }
+}
+
+/* c10d::Work starts the profiler's record of the op when the profiler is on
+ * and leaves its end to whoever finishes the work (finish_locked). */
 WorkZccl::WorkZccl(std::shared_ptr<zt_core> core, int rank, c10d::OpType type, int lane,
-                   std::vector<at::Tensor> outputs)
-    : c10d::Work(rank, type), core_(std::move(core)), lane_(lane), outputs_(std::move(outputs))
+                   std::vector<at::Tensor> outputs, const std::vector<at::Tensor> &inputs)
+    : c10d::Work(rank, type, zt_prof_title(type), std::optional<std::vector<at::Tensor>>(inputs)),
+      core_(std::move(core)), lane_(lane), outputs_(std::move(outputs))
 {
 }
 
@@ -53,6 +100,10 @@ void WorkZccl::finish_locked(int rc)
         std::lock_guard<std::mutex> g(mutex_);
         completed_ = true;
         exception_ = ex;
+        if (recordFunctionEndCallback_) {
+            recordFunctionEndCallback_();
+            recordFunctionEndCallback_ = nullptr;
+        }
     }
     cv_.notify_all();
 }
