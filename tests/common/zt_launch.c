@@ -143,6 +143,43 @@ int zt_launch_procs(int nranks, zt_rank_fn fn, void *arg, int timeout_s)
     return failed;
 }
 
+int zt_fork_call(int (*fn)(void *), void *arg)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int rc = fn(arg);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(rc & 0xff);
+    }
+    if (pid < 0) {
+        fprintf(stderr, "zt_fork_call: fork failed: %s\n", strerror(errno));
+    }
+    return (int)pid;
+}
+
+int zt_fork_reap(int pid, int timeout_s)
+{
+    if (pid <= 0) {
+        return -1;
+    }
+    time_t deadline = time(NULL) + timeout_s;
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) != pid) {
+        if (time(NULL) > deadline) {
+            fprintf(stderr, "zt_fork_reap: pid %d still runs after %d s: killed\n", pid, timeout_s);
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            return -1;
+        }
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 typedef struct {
     int rank;
     int nranks;

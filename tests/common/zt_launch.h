@@ -28,6 +28,21 @@ typedef int (*zt_rank_fn)(int rank, int nranks, const HcclRootInfo *root, void *
  */
 int zt_launch_procs(int nranks, zt_rank_fn fn, void *arg, int timeout_s);
 
+/**
+ * Run fn(arg) in a forked child, beside ranks of zt_launch_procs: a test's
+ * helper that must run while the ranks do (feed an outsider, inject a
+ * fault). Use it instead of a thread: a rank forked while another thread of
+ * the test holds a lock (ASan's allocator, stdio) inherits the lock held and
+ * hangs on it. Returns the child's pid, or -1.
+ */
+int zt_fork_call(int (*fn)(void *), void *arg);
+
+/**
+ * Reap a child of zt_fork_call: its exit status, or -1 when it did not exit
+ * within timeout_s (then it is killed) or died of a signal.
+ */
+int zt_fork_reap(int pid, int timeout_s);
+
 /** Same with nranks threads of this process (no timeout: ctest's applies). */
 int zt_launch_threads(int nranks, zt_rank_fn fn, void *arg);
 

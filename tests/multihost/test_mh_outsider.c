@@ -32,7 +32,6 @@
 
 #include <limits.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -209,20 +208,19 @@ typedef struct {
     mo_shared_t *sh;
     mo_outsider_t *o;
     int victim; /* -1: every rank */
-    int rc;
 } mo_feed_t;
 
-/* Hand the outsider the victims' addresses (each with its counterpart as
- * the sender tags name), wait until it says it sent everything. */
-static void *mo_feed(void *arg)
+/* In a child of zt_fork_call: hand the outsider the victims' addresses (each
+ * with its counterpart as the sender tags name), wait until it says it sent
+ * everything. 0, or 1 when the ranks or the outsider did not get that far. */
+static int mo_feed(void *arg)
 {
     mo_feed_t *f = arg;
     mo_shared_t *sh = f->sh;
-    f->rc = -1;
     double end = mo_now() + MO_LAUNCH_S;
     while (atomic_load_explicit(&sh->naddr, memory_order_acquire) < MO_NRANKS) {
         if (mo_now() > end) {
-            return NULL;
+            return 1;
         }
         usleep(1000);
     }
@@ -244,13 +242,13 @@ static void *mo_feed(void *arg)
     }
     fprintf(f->o->in, "\n");
     fflush(f->o->in);
-    f->rc = mo_outsider_injected(f->o);
+    int rc = mo_outsider_injected(f->o) == 0 ? 0 : 1;
     if (sh->flood) {
         sleep(1); /* more ops after the last message; ranks are within an op of each other */
         atomic_store_explicit(&sh->last, sh->ops[0] + 50, memory_order_release);
     }
     atomic_store_explicit(&sh->go, 1, memory_order_release);
-    return NULL;
+    return rc;
 }
 
 static mo_shared_t *mo_run(size_t count, int flood, char *const argv[], int victim)
@@ -265,16 +263,16 @@ static mo_shared_t *mo_run(size_t count, int flood, char *const argv[], int vict
     sh->port_mode = port_mode;
     mo_outsider_t o;
     assert_int_equal(mo_outsider_start(&o, mo_hosts.tag, 3, argv), 0);
-    mo_feed_t f = {sh, &o, victim, -1};
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, mo_feed, &f), 0);
+    mo_feed_t f = {sh, &o, victim};
+    int feeder = zt_fork_call(mo_feed, &f);
+    assert_true(feeder > 0);
     int failed = zt_launch_procs(MO_NRANKS, mo_rank, sh, MO_LAUNCH_S);
     atomic_store_explicit(&sh->go, 1, memory_order_release);
     atomic_store_explicit(&sh->last, 1, memory_order_release);
-    pthread_join(th, NULL);
+    int frc = zt_fork_reap(feeder, 10); /* done once the ranks are, or stuck on the outsider */
     int orc = mo_outsider_stop(&o);
     assert_int_equal(failed, 0);
-    assert_int_equal(f.rc, 0);
+    assert_int_equal(frc, 0);
     assert_int_equal(orc, 0);
     return sh;
 }
