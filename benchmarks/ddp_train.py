@@ -31,6 +31,16 @@ buckets and the gradients live in activated memory
 (zccl_torch.use_activated_memory), so zccl's all-reduces are zero-copy; Gloo
 gets the same memory.
 
+With --explain 1 (the default) a third replica, "nocomm", trains beside them
+under DDP with a communication hook that hands each bucket back at once,
+divided by the world size as DDP's default path divides every gradient before
+its all-reduce, but not all-reduced: its step is DDP's own work on top of the
+compute (its autograd hooks, the buckets, that division, the end of backward).
+The table then splits each backend's step into compute, DDP's own work
+(nocomm - compute) and the all-reduces' exposed time (step - nocomm). The
+nocomm replica's ranks drift apart (nothing is averaged), so its losses and
+weights are not checked.
+
 Usage: ddp_train.py [--backend gloo|zccl|both] [-n NRANKS] [--steps N]
                     [--width W] [--layers L] [--batch B]
 """
@@ -96,12 +106,23 @@ def staged_counter():
     return f
 
 
+def nocomm_hook(state, bucket):
+    """A DDP communication hook without communication: the bucket divided by
+    the world size, the work DDP's default path does on each gradient before
+    its all-reduce (a registered hook replaces that division)."""
+    fut = torch.futures.Future()
+    fut.set_result(bucket.buffer().div_(dist.get_world_size()))
+    return fut
+
+
 def setup(a, backend, group):
     """One DDP replica (same seed, so the same initial weights) on group."""
     model = make_model(a)
     ddp = torch.nn.parallel.DistributedDataParallel(
         model, process_group=group, bucket_cap_mb=a.bucket_mb,
         gradient_as_bucket_view=a.bucket_view)
+    if backend == "nocomm":
+        ddp.register_comm_hook(None, nocomm_hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=a.lr)
     return {"name": backend, "group": group, "model": model, "ddp": ddp, "opt": opt,
             "losses": [], "times": []}
@@ -158,6 +179,8 @@ def worker(rank, a, port, q):
     if "zccl" in a.backends:
         groups["zccl"] = dist.new_group(backend="zccl")
     reps = [setup(a, b, groups[b]) for b in a.backends]
+    if a.explain:
+        reps.append(setup(a, "nocomm", world))
     counter = staged_counter() if "zccl" in groups else None
     zcomm = zccl_torch.backend_of(groups["zccl"])._comm_handle() if counter else None
     staged0 = counter(zcomm) if counter else None
@@ -168,6 +191,9 @@ def worker(rank, a, port, q):
     staged = counter(zcomm) - staged0 if counter else None
     out = {}
     for r in reps:
+        if r["name"] == "nocomm":
+            out["nocomm"] = [None, None, None, None, None]
+            continue
         flat = torch.cat([p.detach().reshape(-1) for p in r["model"].parameters()])
         gathered = [torch.empty_like(flat) for _ in range(a.nranks)]
         dist.all_gather(gathered, flat, group=world)
@@ -192,8 +218,9 @@ def worker(rank, a, port, q):
     for r in reps:
         steps = r["times"][a.warmup:] or r["times"]
         cs = comp[r["name"]][a.warmup:] or comp[r["name"]]
+        art = sorted(ar[r["name"]])[1] if r["name"] in ar else 0.0
         tt = torch.tensor([sorted(steps)[len(steps) // 2], sum(steps) / len(steps),
-                           sorted(ar[r["name"]])[1], sorted(cs)[len(cs) // 2]],
+                           art, sorted(cs)[len(cs) // 2]],
                           dtype=torch.float64)
         dist.all_reduce(tt, op=dist.ReduceOp.MAX, group=world)
         out[r["name"]] += [tt[0].item(), tt[1].item(), tt[2].item(), tt[3].item()]
@@ -213,6 +240,22 @@ def run(a):
     return q.get()
 
 
+def explain(a, res):
+    """Each backend's median step as compute + DDP's own work + exposed all-reduces."""
+    nc_step, nc_comp = res["nocomm"][5], res["nocomm"][8]
+    print("# where the step goes (medians, ms): compute = the replica's no_sync step; DDP's "
+          "own work = nocomm's step - its compute; all-reduces = the rest of the step")
+    print("# %-6s %10s %10s %16s %14s" % ("backend", "step", "compute", "DDP's own work",
+                                           "all-reduces"))
+    print("  %-6s %10.3f %10.3f %16.3f %14s" % ("nocomm", nc_step * 1e3, nc_comp * 1e3,
+                                                 (nc_step - nc_comp) * 1e3, "-"))
+    own = nc_step - nc_comp
+    for b in a.backends:
+        step, comp = res[b][5], res[b][8]
+        print("  %-6s %10.3f %10.3f %16.3f %14.3f" % (b, step * 1e3, comp * 1e3, own * 1e3,
+                                                       (step - comp - own) * 1e3))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="both", choices=["gloo", "zccl", "both"])
@@ -229,6 +272,9 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--ar-iters", type=int, default=10)
+    ap.add_argument("--explain", type=int, default=1,
+                    help="1: also train a replica whose DDP hook does not communicate, and "
+                         "split each step into compute, DDP's own work and the all-reduces")
     ap.add_argument("--bucket-view", type=int, default=1,
                     help="DDP gradient_as_bucket_view (1: gradients are views of the buckets)")
     a = ap.parse_args()
@@ -263,6 +309,8 @@ def main():
                 b, staged))
         print("ddp_train: %s loss first %.5f last %.5f (serial %.5f -> %.5f): %s" % (
             b, losses[0], losses[-1], ref[0], ref[-1], "OK" if good else "MISMATCH"))
+    if "nocomm" in res:
+        explain(a, res)
     if "gloo" in res and "zccl" in res:
         sp = res["gloo"][5] / res["zccl"][5]
         print("target DDP step >= 2x faster than Gloo: %s (%.2fx median step, %.2fx mean; "

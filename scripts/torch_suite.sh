@@ -29,6 +29,9 @@
 #                benchmarks take): other work takes turns with the suite
 #   TIME_LIMIT   seconds for the whole run (default 14400); tests not started by
 #                then are reported "notrun"
+#   FOLLOW_GLOO  1: run a test in the zccl modes only when Gloo did not skip it
+#                (the others are "notrun"): the comparison with Gloo in about
+#                half the time
 # The full suite takes about 20 min per mode and world size on 2 idle cores
 # (each test spawns its ranks, each importing torch).
 set -euo pipefail
@@ -43,6 +46,7 @@ args=(all --out "$OUT" --world-sizes $WORLD_SIZES --modes $MODES
 [ -n "${TESTS:-}" ] && args+=(--tests "$TESTS")
 [ -n "${SUBSET:-}" ] && args+=(--subset "$SUBSET")
 [ -n "${LOCK:-}" ] && args+=(--lock "$LOCK")
+[ "${FOLLOW_GLOO:-0}" = 1 ] && args+=(--follow-gloo)
 # torch's test modules import expecttest (a small pure-Python test dependency of
 # PyTorch's, not a dependency of the wheel).
 "$PYTHON" -c "import expecttest" 2>/dev/null || "$PYTHON" -m pip install -q expecttest

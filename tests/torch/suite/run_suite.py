@@ -497,13 +497,20 @@ def all_main(args):
               flush=True)
         for i, name in enumerate(names):
             cells = []
+            on_gloo = None
             for c in children:
                 if time.time() >= t_end:
                     c.record(name, "notrun", 0, "the run's time bound passed")
                     cells.append("notrun")
                     continue
+                if args.follow_gloo and on_gloo == "skipped":
+                    c.record(name, "notrun", 0, "skipped on gloo (--follow-gloo)")
+                    cells.append("notrun")
+                    continue
                 with lock:
                     status, dt, msg = c.run(name, args.test_timeout + 120)
+                if c.mode == "gloo":
+                    on_gloo = status
                 cells.append("%s %.0fs" % (status, dt))
             print("[np%d %d/%d] %-64s %s" % (ws, i + 1, len(names), name, " | ".join(cells)),
                   flush=True)
@@ -527,6 +534,8 @@ def main():
     a.add_argument("--test-timeout", type=int, default=120, help="seconds per test")
     a.add_argument("--time-limit", type=float, default=0, help="seconds for the whole run")
     a.add_argument("--lock", default="", help="a file to flock around each test")
+    a.add_argument("--follow-gloo", action="store_true",
+                   help="run a test on zccl only when gloo (listed first) did not skip it")
     a.add_argument("--init", choices=("file", "env"), default="file",
                    help="INIT_METHOD the suite sees (file:// also runs the timeout tests)")
     r = sub.add_parser("serve")
