@@ -4,6 +4,9 @@ its slice of one global batch. Every step's loss (averaged over ranks) and
 the final weights (unsharded with full_tensor) must equal those of the same
 model trained in one process on the whole batch, within tolerance; the
 parameters must be sharded (each rank's local share smaller than the whole).
+On zccl every tensor lives in activated memory (zccl_torch.use_activated_memory,
+before the model is made), so FSDP2's all-gathers of the shards and
+reduce-scatters of the gradients run zero-copy: 0 bytes staged in training.
 Usage: test_torch_fsdp2.py [NRANKS] [--backend zccl|gloo]
 """
 import copy
@@ -34,6 +37,12 @@ def batches(n):
 
 def main(rank, n):
     c = zt_harness.Checker(rank)
+    pg = None
+    if dist.get_backend() == "zccl":
+        import zccl_torch
+
+        zccl_torch.use_activated_memory()  # collective: every rank at the same point
+        pg = zccl_torch.backend_of()
     data = batches(n)
     # The one-process run: the whole batch, no communication.
     ref = model()
@@ -57,6 +66,7 @@ def main(rank, n):
     whole = sum(p.numel() for p in full_before.parameters())
     c.true("parameters sharded (%d of %d local)" % (local, whole), local < whole)
     opt = torch.optim.SGD(m.parameters(), lr=LR)
+    staged0 = zt_harness.staged_bytes(pg) if pg is not None else None
     lo, hi = rank * BATCH_PER_RANK, (rank + 1) * BATCH_PER_RANK
     for step, (x, y) in enumerate(data):
         opt.zero_grad()
@@ -68,6 +78,9 @@ def main(rank, n):
         mean /= n
         c.close("step %d loss" % step, mean, torch.tensor(ref_losses[step]), rtol=1e-4,
                 atol=1e-5)
+    if staged0 is not None:
+        more = zt_harness.staged_bytes(pg) - staged0
+        c.true("FSDP2 on activated memory staged %d bytes in training" % more, more == 0)
     for (name, p), q in zip(m.named_parameters(), ref.parameters()):
         c.close("weights %s after %d steps" % (name, STEPS), p.full_tensor(), q.detach(),
                 rtol=1e-4, atol=1e-5)
