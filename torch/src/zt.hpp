@@ -329,6 +329,9 @@ class ProcessGroupZccl : public c10d::Backend
     at::Tensor gather_rows(const at::Tensor &t, int64_t rows);
     /** Counts a send to dst in the store for a receiver from any source. */
     void note_send(int dst);
+    /** recv from src, recorded as type (RECV, or RECVANYSOURCE as Gloo names it). */
+    c10::intrusive_ptr<c10d::Work> recv_as(std::vector<at::Tensor> &tensors, int src,
+                                           c10d::OpType type);
 
     std::shared_ptr<zt_core> core_;
     c10::intrusive_ptr<c10d::Store> store_;

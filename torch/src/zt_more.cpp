@@ -205,13 +205,14 @@ void ProcessGroupZccl::note_send(int dst)
 c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::recvAnysource(std::vector<at::Tensor> &tensors,
                                                                int tag)
 {
+    (void)tag;
     zt_check_single(tensors, "recvAnysource");
     auto deadline = std::chrono::steady_clock::now() + core_->timeout;
     std::chrono::milliseconds nap(1);
     for (;;) {
         for (int src = 0; src < size_; src++) {
             if (src != rank_ && store_->add(zt_any_key(rank_, src), 0) > recvd_[src]) {
-                auto w = recv(tensors, src, tag);
+                auto w = recv_as(tensors, src, OpType::RECVANYSOURCE);
                 static_cast<WorkZccl *>(w.get())->src_rank = src;
                 return w;
             }

@@ -156,6 +156,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::send(std::vector<at::Tensor> &t
 c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::recv(std::vector<at::Tensor> &tensors, int src,
                                                       int tag)
 {
+    (void)tag;
+    return recv_as(tensors, src, OpType::RECV);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::recv_as(std::vector<at::Tensor> &tensors, int src,
+                                                         OpType type)
+{
     zt_check_single(tensors, "recv");
     TORCH_CHECK(src >= 0 && src < size_ && src != rank_, "zccl: recv: source ", src,
                 " is not another rank of the group of ", size_);
@@ -164,7 +171,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::recv(std::vector<at::Tensor> &t
     at::Tensor d = zt_dense_out(tensors[0], &post);
     HcclComm comm = core_->comm;
     auto w = issue(
-        OpType::RECV, "HcclRecv", ZT_LANE_RECV, tensors, tensors, {tensors[0], d},
+        type, "HcclRecv", ZT_LANE_RECV, tensors, tensors, {tensors[0], d},
         [=](aclrtStream s) {
             return d.numel() > 0
                        ? (int)HcclRecv(d.data_ptr(), zt_elems(d), dt, (uint32_t)src, comm, s)

@@ -147,6 +147,13 @@ def _setup(mode):
     if mode == "zccl":
         for feature in ("ddp", "subgroup", "plugin"):
             cd.DistTestCases.backend_feature[feature].add("zccl")
+        # zccl records its ops for the profiler as Gloo does ("zccl:all_reduce"):
+        # the tests check them as they check Gloo's.
+        from torch.testing._internal.distributed import distributed_test as dt
+
+        for lst in (dt.PROFILING_SUPPORTED_BACKENDS, dt.SEND_RECV_PROFILING_SUPPORTED_BACKENDS):
+            if "zccl" not in lst:
+                lst.append("zccl")
     elif mode == "zccl-as-gloo":
         _standin_gloo()
 
@@ -171,15 +178,22 @@ def _make_class():
             while dist_gloo() in lst:
                 lst.remove(dist_gloo())
     elif MODE == "zccl-as-gloo" and not getattr(dt.get_profiling_event, "_zt_standin", False):
-        # The suite looks for Gloo's profiler events ("gloo:all_reduce"); the
-        # stand-in's are named for zccl: the test then checks that zccl records
-        # each op as Gloo does, not what it is called.
+        # The suite looks for Gloo's profiler events ("gloo:all_reduce") and
+        # some tests compare their names; the stand-in's are named for zccl:
+        # the events found under zccl's name are renamed to what the suite
+        # asked for (and found again under it), so the test checks that zccl
+        # records each op as Gloo does, not what it is called.
         real_event = dt.get_profiling_event
 
         def get_profiling_event(event_name, *args, **kwargs):
-            if event_name.startswith("gloo:"):
-                event_name = "zccl:" + event_name[len("gloo:"):]
-            return real_event(event_name, *args, **kwargs)
+            if not event_name.startswith("gloo:"):
+                return real_event(event_name, *args, **kwargs)
+            found = real_event("zccl:" + event_name[len("gloo:"):], *args, **kwargs)
+            seen = {id(e) for e in found}
+            found += [e for e in real_event(event_name, *args, **kwargs) if id(e) not in seen]
+            for e in found:
+                e.name = event_name
+            return found
 
         get_profiling_event._zt_standin = True
         dt.get_profiling_event = get_profiling_event
