@@ -245,8 +245,11 @@ void ProcessGroupZccl::monitoredBarrier(const c10d::BarrierOptions &opts, bool w
         try {
             store_->wait({base + "go"}, std::max(timeout, std::chrono::milliseconds(1)));
         } catch (const std::exception &) {
-            TORCH_CHECK(false, "zccl: Rank ", rank_, " timed out in monitoredBarrier after ",
-                        timeout.count(), " ms (rank 0 did not release it)");
+            /* Gloo's words, which callers (and torch's tests) match. */
+            TORCH_CHECK(false, "zccl: Rank ", rank_,
+                        " successfully reached monitoredBarrier, but received errors while "
+                        "waiting for send/recv from rank 0: rank 0 did not release it within ",
+                        timeout.count(), " ms");
         }
         return;
     }
