@@ -36,8 +36,8 @@ under DDP with a communication hook that hands each bucket back at once,
 divided by the world size as DDP's default path divides every gradient before
 its all-reduce, but not all-reduced: its step is DDP's own work on top of the
 compute (its autograd hooks, the buckets, that division, the end of backward).
-The table then splits each backend's step into compute, DDP's own work
-(nocomm - compute) and the all-reduces' exposed time (step - nocomm). The
+The table then splits each backend's step into its compute, DDP's own work
+(nocomm's step - nocomm's compute) and what the all-reduces add (the rest). The
 nocomm replica's ranks drift apart (nothing is averaged), so its losses and
 weights are not checked.
 
