@@ -39,7 +39,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hccl_test_api.h"
+#include "core/hccl_test_api.h"
 
 static double bench_allmax(double v)
 {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hccl_test_api.h"
+#include "core/hccl_test_api.h"
 #include "hccl/hccl.h"
 
 uint64_t zt_pattern(uint64_t seed, int rank, size_t index)

@@ -16,7 +16,7 @@
 #ifndef ZT_COLL_RUN_H
 #define ZT_COLL_RUN_H
 
-#include "hccl_test_api.h"
+#include "core/hccl_test_api.h"
 #include "zt_coll.h"
 
 /* ---- running a case ------------------------------------------------------------ */

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "hccl_test_api.h"
+#include "core/hccl_test_api.h"
 #include "zt_check.h"
 #include "zt_comm.h"
 

@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hccl_test_api.h"
+#include "core/hccl_test_api.h"
 #include "zt_check.h"
 
 int zt_child_pids[64];

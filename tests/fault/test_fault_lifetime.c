@@ -31,7 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "hccl_test_api.h"
+#include "core/hccl_test_api.h"
 #include "zc/sync.h"
 #include "zccl/vmm_ext.h"
 #include "zt_check.h"

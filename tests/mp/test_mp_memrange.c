@@ -24,7 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "hccl_test_api.h"
+#include "core/hccl_test_api.h"
 #include "zt_check.h"
 
 #define mr_op zt_allreduce_path

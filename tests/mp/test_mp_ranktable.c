@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hccl_test_api.h"
+#include "core/hccl_test_api.h"
 #include "zt_check.h"
 
 static char rt_dir[256];

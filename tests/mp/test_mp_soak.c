@@ -38,7 +38,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "../../hccl/src/hccl_test_api.h"
+#include "../../hccl/src/core/hccl_test_api.h"
 #include "zt_check.h"
 
 #define SO_NRANKS 3

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hccl_test_api.h"
+#include "core/hccl_test_api.h"
 #include "zt_check.h"
 
 /* AllGather INT8 of bytes per rank, checked byte by byte; want_zc as in

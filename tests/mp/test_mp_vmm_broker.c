@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "vmm_share.h"
+#include "share/vmm_share.h"
 #include "zc/status.h"
 #include "zc/sync.h"
 #include "zt_fork.h"

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "acl/acl.h"
-#include "vmm_share.h"
+#include "share/vmm_share.h"
 #include "zc/sync.h"
 #include "zt_fork.h"
 

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "hccl/hccl.h"
-#include "hccl_test_api.h"
+#include "core/hccl_test_api.h"
 #include "zt_check.h"
 #include "zt_launch.h"
 

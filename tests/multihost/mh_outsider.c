@@ -34,7 +34,7 @@
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
-#include "hccl_net.h"
+#include "hier/hccl_net.h"
 
 #define MO_VICTIMS 16
 #define MO_INFLIGHT 64

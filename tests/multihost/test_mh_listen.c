@@ -39,7 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hccl_boot.h"
+#include "boot/hccl_boot.h"
 #include "mh_outsider.h"
 #include "zt_launch.h"
 #include "zt_netns.h"

@@ -43,7 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hccl_test_api.h"
+#include "core/hccl_test_api.h"
 #include "mh_outsider.h"
 #include "zt_launch.h"
 #include "zt_netns.h"

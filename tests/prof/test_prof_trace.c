@@ -28,7 +28,7 @@
 
 #include "acl/acl.h"
 #include "acl/acl_prof.h"
-#include "hccl_test_api.h"
+#include "core/hccl_test_api.h"
 #include "zt_check.h"
 
 #define NRANKS 2

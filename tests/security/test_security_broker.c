@@ -32,7 +32,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 
-#include "vmm_share.h"
+#include "share/vmm_share.h"
 #include "zc/export.h"
 #include "zc/status.h"
 #include "zccl/vmm_ext.h"

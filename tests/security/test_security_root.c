@@ -35,7 +35,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
-#include "hccl_boot.h"
+#include "boot/hccl_boot.h"
 #include "zc/export.h"
 #include "zc/status.h"
 #include "zs_common.h"

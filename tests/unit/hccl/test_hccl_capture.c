@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "acl/acl.h"
-#include "hccl_test_api.h"
+#include "core/hccl_test_api.h"
 #include "zccl/vmm_ext.h"
 #include "zt_check.h"
 

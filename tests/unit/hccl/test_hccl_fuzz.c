@@ -49,8 +49,8 @@
 #include <unistd.h>
 
 #include "hccl/hccl.h"
-#include "hccl_boot.h"
-#include "vmm_share.h"
+#include "boot/hccl_boot.h"
+#include "share/vmm_share.h"
 #include "zc/status.h"
 #include "zccl/vmm_ext.h"
 

@@ -1,5 +1,5 @@
 /*
- * The sealed wire tags across hosts (hccl/src/hccl_net_tag.c, compiled in):
+ * The sealed wire tags across hosts (hccl/src/hier/hccl_net_tag.c, compiled in):
  *  - every tag that may be in flight at once maps to its own wire tag: 2,048
  *    consecutive collectives x 16 ranks x steps 0..63 and both agreement
  *    steps, and 4,096 point-to-point seqs of 16 senders, all distinct;
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hccl_net_tag.c"
+#include "hier/hccl_net_tag.c"
 
 #define NT_SEQS 2048u
 #define NT_RANKS 16u

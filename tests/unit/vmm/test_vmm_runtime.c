@@ -22,7 +22,7 @@
 #include "zt_logcount.h"
 
 /* The status mapping is internal (hidden in the library): compile it in. */
-#include "vmm_status.c"
+#include "core/vmm_status.c"
 
 #include <hwloc.h>
 #include <pthread.h>

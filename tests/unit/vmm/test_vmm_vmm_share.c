@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "acl/acl.h"
-#include "vmm_share.h"
+#include "share/vmm_share.h"
 #include "zc/status.h"
 #include "zc/sync.h"
 #include "zccl/vmm_ext.h"

@@ -1,0 +1,262 @@
+/*
+ * Ops: issue. An HCCL collective call checks its arguments, enters the
+ * comm's issue window, takes its stream slot and sequence number, and runs
+ * on the caller's thread when it may (otherwise the stream task runs it).
+ * The protocol is described in hccl_op.h.
+ */
+#include "op/hccl_op.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "zc/log.h"
+#include "zc/sync.h"
+#include "zccl/vmm_ext.h"
+
+/* How long the caller's thread waits for the peers' posts before the
+ * worker takes over, how long of it may be a busy spin (at most spin_iters
+ * polls too), and until when it polls with yields; the rest sleeps. */
+#define ZH_INLINE_WAIT_NS 50000ull
+#define ZH_INLINE_SPIN_NS 20000ull
+#define ZH_INLINE_YIELD_NS 25000ull
+#define ZH_INLINE_BACKOFF_MAX 256u
+
+/* ---- issue window ------------------------------------------------------------------- */
+
+static _Thread_local char zh_thread_tag; /* its address names the calling thread */
+
+HcclResult zh_issue_enter(zh_comm_t *c, const char *fn)
+{
+    uintptr_t me = (uintptr_t)&zh_thread_tag;
+    if (atomic_exchange_explicit(&c->issuing, 1, memory_order_acquire) != 0) {
+        ZC_WARN(ZC_SUB_COLL,
+                "%s: rank %d: another thread is issuing on communicator %s at the same time "
+                "(one thread at a time per communicator); the communicator is now unusable",
+                fn, c->rank, c->name);
+        zh_comm_fail(c, ZC_ERR_INVAL);
+        return HCCL_E_PARA;
+    }
+    c->issuer = me;
+    return HCCL_SUCCESS;
+}
+
+void zh_issue_leave(zh_comm_t *c)
+{
+    atomic_store_explicit(&c->issuing, 0, memory_order_release);
+}
+
+/* ---- issue ------------------------------------------------------------------------------ */
+
+/* Bounded wait on the caller's thread for every peer's post of seq: a
+ * spin, then polls that yield the core for up to ZH_INLINE_YIELD_NS, then
+ * sleeps on the post line of the first peer missing, whose post wakes a
+ * counted sleeper. A peer that shares this core (4 ranks on 2 cores) runs at
+ * the first yield; sleeping at once cost more than it saved there (np 4 op +
+ * synchronize 8 B-32 KiB: 65-78 us against 4-11 us with yields, as a wake
+ * that finds the core idle takes tens of us on a VM). A peer that is later
+ * than that waits for a core somewhere else (a loaded host), and polls
+ * would only take CPU from it: the sleeper takes none until the post. */
+static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
+{
+    int q = zh_op_unposted(c, seq);
+    if (q < 0) {
+        return 1;
+    }
+    /* The clock is first read after 64 polls: a read costs 20-40 ns on a
+     * VM, as long as the whole wait of most ops. */
+    uint64_t start = 0;
+    for (uint32_t i = 1; i < c->spin_iters; i++) {
+        zc_cpu_relax();
+        if ((q = zh_op_unposted(c, seq)) < 0) {
+            return 1;
+        }
+        if (i % 64 == 0) {
+            uint64_t now = zc_time_ns();
+            start = start != 0 ? start : now;
+            if (now - start > ZH_INLINE_SPIN_NS) {
+                break;
+            }
+        }
+    }
+    start = start != 0 ? start : zc_time_ns();
+    for (;;) {
+        uint64_t spent = zc_time_ns() - start;
+        if (spent >= ZH_INLINE_WAIT_NS) {
+            return 0;
+        }
+        if (spent < ZH_INLINE_YIELD_NS) {
+            sched_yield();
+            if ((q = zh_op_unposted(c, seq)) < 0) {
+                return 1;
+            }
+            continue;
+        }
+        zh_flag_sleep((zh_flag_t *)(void *)&c->peers[q].ctrl->post[seq & 1u], seq,
+                      ZH_INLINE_WAIT_NS - spent);
+        if ((q = zh_op_unposted(c, seq)) < 0) {
+            return 1;
+        }
+    }
+}
+
+/* Run t on the caller's thread: post, wait a bounded time for the peers,
+ * finish. Returns 1 when done (result in *r), 0 when the worker must go on
+ * from the step reached (t->step says which). */
+static int zh_op_try_inline(zh_comm_t *c, zh_task_t *t, HcclResult *r)
+{
+    if (c->inline_skip > 0) {
+        c->inline_skip--; /* the peers were late lately: queue without trying */
+        return 0;
+    }
+    if (!zh_op_turn(c, t->seq) ||
+        atomic_load_explicit(&c->async_error, memory_order_acquire) != HCCL_SUCCESS) {
+        return 0;
+    }
+    int prev_rank = zc_log_get_rank();
+    if (prev_rank != c->rank) {
+        zc_log_set_rank(c->rank); /* an atomic read-modify-write: not per op */
+    }
+    zh_prof_snap_t snap;
+    zh_prof_begin(c, &snap);
+    zh_op_post(c, t);
+    t->step = ZH_STEP_POSTED;
+    int done = 0;
+    if (zh_op_wait_posts(c, t->seq)) {
+        int st = zh_op_complete(c, t, 1);
+        if (st != 1) {
+            *r = zh_op_result(c, t->seq, st);
+            zh_prof_end(c, &t->op, &t->prof, &snap, *r);
+            t->step = ZH_STEP_RETIRED;
+            zh_op_retire(c, t->seq);
+            zh_count(&c->caller_ops, 1);
+            done = 1;
+        }
+    }
+    /* Peers that run behind (their ops queued on busy streams) would make
+     * every attempt spin in vain: after a miss skip 1, 2, 4 ... attempts. */
+    c->inline_backoff = done ? 0 : ZC_MIN(ZC_MAX(2 * c->inline_backoff, 1u), ZH_INLINE_BACKOFF_MAX);
+    c->inline_skip = c->inline_backoff;
+    if (prev_rank != c->rank) {
+        zc_log_set_rank(prev_rank);
+    }
+    return done;
+}
+
+/* Copy the V arrays: the caller may reuse them once the call returns. */
+static HcclResult zh_op_copy_arrays(zh_comm_t *c, const zh_op_t *op, zh_task_t *t)
+{
+    t->arrays = NULL;
+    if (op->v[ZH_V_SEND_COUNTS] == NULL && op->v[ZH_V_RECV_COUNTS] == NULL) {
+        return HCCL_SUCCESS;
+    }
+    t->arrays = calloc(ZH_V_ARRAYS, sizeof(*t->arrays));
+    if (t->arrays == NULL) {
+        ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory queueing an op", c->rank);
+        return HCCL_E_MEMORY;
+    }
+    for (int i = 0; i < ZH_V_ARRAYS; i++) {
+        if (op->v[i] != NULL) {
+            memcpy(t->arrays[i], op->v[i], sizeof(uint64_t) * (size_t)c->nranks);
+        }
+    }
+    return HCCL_SUCCESS;
+}
+
+static HcclResult zh_stream_error(zh_comm_t *c, const char *what, aclrtStream stream, aclError e)
+{
+    ZC_WARN(ZC_SUB_COLL, "rank %d: cannot enqueue %s on stream %p (aclError %d)", c->rank, what,
+            stream, (int)e);
+    return e == ACL_ERROR_RT_PARAM_INVALID || e == ACL_ERROR_INVALID_PARAM ||
+                   e == ACL_ERROR_RT_INVALID_HANDLE
+               ? HCCL_E_PARA
+               : HCCL_E_RUNTIME;
+}
+
+/* The op's number and its slot on the stream: inline when it may. */
+static HcclResult zh_op_issue(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
+{
+    int small = op->kind == ZH_OP_BARRIER || zh_op_inlinable(op) || zh_op_caller_ok(c, op);
+    zccl_task_t rt;
+    aclError e = zccl_task_reserve(stream, small, &rt);
+    if (e != ACL_SUCCESS) {
+        return zh_stream_error(c, zh_op_name(op->kind), stream, e);
+    }
+    zh_task_t *t = rt.payload;
+    t->comm = c;
+    t->op = *op;
+    t->step = ZH_STEP_ISSUED;
+    zh_prof_issue(&t->prof, stream);
+    HcclResult r = zh_op_copy_arrays(c, op, t);
+    if (r != HCCL_SUCCESS) {
+        t->seq = 0; /* takes no number: a no-op slot */
+        zccl_task_commit(&rt, NULL, NULL);
+        return r;
+    }
+    t->seq = atomic_fetch_add_explicit(&c->issue_seq, 1, memory_order_relaxed) + 1u;
+    atomic_store_explicit(&c->ctrl->issued.value, t->seq, memory_order_release);
+    if (rt.idle && zh_op_try_inline(c, t, &r)) {
+        zccl_task_finish(&rt, (int)r);
+        free(t->arrays);
+        return HCCL_SUCCESS; /* its result comes from the stream, as a task's would */
+    }
+    /* Counted only once queued (zh_op_task_free uncounts it): an op done
+     * here is over before the call returns, so nothing can wait for it. */
+    atomic_fetch_add_explicit(&c->inflight, 1, memory_order_relaxed);
+    zccl_task_commit(&rt, zh_op_task, zh_op_task_free);
+    return HCCL_SUCCESS;
+}
+
+HcclResult zh_op_submit(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
+{
+    const char *fn = zh_op_name(op->kind);
+    ZH_CHECK_RESULT(zh_check_extent(c, fn, "sendBuf", op->send, op->send_bytes));
+    ZH_CHECK_RESULT(zh_check_extent(c, fn, "recvBuf", op->recv, op->recv_bytes));
+    ZH_CHECK_RESULT(zh_issue_enter(c, fn));
+    HcclResult r = zh_op_issue(c, op, stream);
+    zh_issue_leave(c);
+    return r;
+}
+
+/* An extent past this is checked against the address space (one syscall). */
+#define ZH_EXTENT_CHECK_MIN (64ull << 20)
+
+HcclResult zh_check_extent(zh_comm_t *c, const char *fn, const char *what, const void *p,
+                           uint64_t bytes)
+{
+    if (p == NULL || bytes < ZH_EXTENT_CHECK_MIN) {
+        return HCCL_SUCCESS;
+    }
+    /* msync(MS_ASYNC) does no I/O: it fails with ENOMEM when part of the
+     * range is not mapped, which is what an absurd count gives. */
+    uintptr_t lo = (uintptr_t)p & ~(uintptr_t)4095;
+    uintptr_t end = (uintptr_t)p + bytes;
+    if (end < (uintptr_t)p || msync((void *)lo, end - lo, MS_ASYNC) != 0) {
+        ZC_WARN(ZC_SUB_COLL,
+                "%s: rank %d: %s %p with %llu bytes to move is not mapped memory "
+                "(count too large?)",
+                fn, c->rank, what, p, (unsigned long long)bytes);
+        return HCCL_E_PARA;
+    }
+    return HCCL_SUCCESS;
+}
+
+/* The hierarchical tier's local steps: op on c, numbered now and run on this
+ * thread (a stream task of the communicator that spans hosts, whose ops run
+ * one at a time, so c's ops keep their issue order). */
+HcclResult zh_op_run_now(zh_comm_t *c, const zh_op_t *op)
+{
+    zh_task_t t;
+    memset(&t, 0, sizeof(t));
+    t.comm = c;
+    t.op = *op;
+    t.step = ZH_STEP_ISSUED;
+    zh_prof_issue(&t.prof, NULL);
+    ZH_CHECK_RESULT(zh_op_copy_arrays(c, op, &t));
+    t.seq = atomic_fetch_add_explicit(&c->issue_seq, 1, memory_order_relaxed) + 1u;
+    atomic_store_explicit(&c->ctrl->issued.value, t.seq, memory_order_release);
+    HcclResult r = (HcclResult)zh_op_task(&t);
+    free(t.arrays);
+    return r;
+}

@@ -1,0 +1,216 @@
+/*
+ * Ops, steps 4-6: with every post in, choose the path (inline from the post
+ * slots, zero-copy on translated user buffers, or buffered through the CCL
+ * buffers), run the algorithm from collectives/, and exit. See hccl_op.h.
+ */
+#include "op/hccl_op.h"
+
+#include <string.h>
+
+#include "zc/log.h"
+#include "zc/sync.h"
+
+typedef struct {
+    coll_sync_t base;
+    zh_comm_t *comm;
+} zh_sync_t;
+
+static int zh_sync_barrier(coll_sync_t *s)
+{
+    return zh_barrier(((zh_sync_t *)s)->comm);
+}
+
+/* ---- the steps after the posts ------------------------------------------------------- */
+
+/* Inline finish: inputs come from the peers' post slots. */
+static void zh_op_inline(zh_comm_t *c, const zh_op_t *op, uint32_t seq, size_t bytes)
+{
+    const void *src[ZH_MAX_RANKS];
+    for (int q = 0; q < c->nranks; q++) {
+        zh_ctrl_t *pc = c->peers[q].ctrl;
+        src[q] = bytes <= ZH_POST_DATA ? pc->post[seq & 1u].data : pc->idata[seq & 1u];
+    }
+    if (bytes > 0 && op->kind == ZH_OP_ALLREDUCE) {
+        coll_reduce_n(op->recv, src, c->nranks, op->count, op->dtype, op->redop);
+    } else if (bytes > 0) {
+        for (int q = 0; q < c->nranks; q++) {
+            /* memmove: in place, my own block is already where it goes */
+            memmove((char *)op->recv + (size_t)q * bytes, src[q], bytes);
+        }
+    }
+    atomic_fetch_add_explicit(&c->zc_ops, 1, memory_order_relaxed); /* send/recv count too */
+    zh_count(&c->inline_ops, 1);
+    zh_count(&c->inline_bytes, bytes);
+}
+
+/* Zero-copy: translate every rank's buffers, run the direct algorithm. */
+static int zh_op_direct(zh_comm_t *c, const zh_op_t *op, const zh_desc_t *const *d, coll_args_t *a,
+                        const void **in, void **out)
+{
+    int result = ZC_OK;
+    for (int q = 0; q < c->nranks && result == ZC_OK; q++) {
+        void *src = NULL;
+        result = zh_mem_translate(c, q, d[q]->send_va, d[q]->send_bytes, &src);
+        in[q] = src;
+        if (result == ZC_OK) {
+            result = zh_mem_translate(c, q, d[q]->recv_va, d[q]->recv_bytes, &out[q]);
+        }
+        /* A live peer serves the blocks it published for as long as the op
+         * runs: a fetch that fails means it died (its broker goes before its
+         * pidfd says so) or is broken. */
+        if (result == ZC_ERR_NOT_FOUND || result == ZC_ERR_IO || result == ZC_ERR_CONNECT ||
+            (result != ZC_OK &&
+             (zh_peer_gone(c, q) || zh_wait_check(c, q, zc_time_ns()) == ZC_ERR_REMOTE))) {
+            result = ZC_ERR_REMOTE;
+        }
+    }
+    if (result == ZC_OK) {
+        result = zh_ops[op->kind].direct(a);
+    }
+    atomic_fetch_add_explicit(&c->zc_ops, 1, memory_order_relaxed);
+    return result;
+}
+
+/* Buffered: through the CCL buffers. */
+static int zh_op_staged(zh_comm_t *c, const zh_op_t *op, coll_args_t *a, void **ccl)
+{
+    int result = zh_ccl_ensure(c);
+    if (result == ZC_OK) {
+        for (int q = 0; q < c->nranks; q++) {
+            ccl[q] = c->peers[q].ccl;
+        }
+        a->ccl_bytes = c->ccl_bytes;
+        result = zh_ops[op->kind].staged(a);
+    }
+    atomic_fetch_add_explicit(&c->buf_ops, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->staged_bytes, *a->staged_bytes, memory_order_relaxed);
+    return result;
+}
+
+/* Step 6, after the algorithm ran with result: the exit barrier, so nobody
+ * returns while a peer may still read its buffers. */
+static int zh_op_exit(zh_comm_t *c, int result)
+{
+    /* Argument disagreements the algorithms find (V arrays) are seen by
+     * every rank alike and leave the comm usable; other failures break it. */
+    if (result != ZC_OK && result != ZC_ERR_REMOTE && result != ZC_ERR_TIMEOUT &&
+        result != ZC_ERR_INVAL) {
+        zh_comm_fail(c, result);
+    }
+    if (result == ZC_ERR_REMOTE || result == ZC_ERR_TIMEOUT) {
+        return result; /* the comm is broken; peers are not coming */
+    }
+    int st = zh_barrier(c);
+    return result != ZC_OK ? result : st;
+}
+
+/* When the last rank posted the op: the latest of the posts' stamps, 0 when
+ * one has none. */
+static uint64_t zh_op_start(const zh_desc_t *const *d, int nranks)
+{
+    uint64_t start = 0;
+    for (int q = 0; q < nranks; q++) {
+        if (d[q]->posted_ns == 0) {
+            return 0;
+        }
+        start = d[q]->posted_ns > start ? d[q]->posted_ns : start;
+    }
+    return start;
+}
+
+/* Did every rank's post ask to pull? The same answer on every rank. */
+static int zh_op_pull(const zh_desc_t *const *d, int nranks)
+{
+    for (int q = 0; q < nranks; q++) {
+        if (d[q]->pull != 1) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Run the algorithm on user buffers (zero-copy) or CCL buffers, then exit. */
+static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const zh_post_t **p,
+                           int zc)
+{
+    const zh_desc_t *d[ZH_MAX_RANKS];
+    const void *in[ZH_MAX_RANKS];
+    void *out[ZH_MAX_RANKS];
+    void *ccl[ZH_MAX_RANKS];
+    const uint64_t *arr[ZH_V_ARRAYS][ZH_MAX_RANKS];
+    uint64_t each[ZH_MAX_RANKS];
+    uint64_t staged = 0;
+    zh_sync_t sync = {{zh_sync_barrier}, c};
+    for (int q = 0; q < c->nranks; q++) {
+        d[q] = &c->peers[q].ctrl->desc[seq & 1u];
+        each[q] = p[q]->count;
+        for (int i = 0; i < ZH_V_ARRAYS; i++) {
+            arr[i][q] = d[q]->v[i];
+        }
+    }
+    coll_args_t a = {
+        .rank = c->rank,
+        .nranks = c->nranks,
+        .root = op->root,
+        .dtype = op->dtype,
+        .op = op->redop,
+        .count = op->count,
+        .in = in,
+        .out = out,
+        .send = op->send,
+        .recv = op->recv,
+        .ccl = ccl,
+        .send_counts = op->v[ZH_V_SEND_COUNTS] != NULL ? arr[ZH_V_SEND_COUNTS] : NULL,
+        .send_displs = op->v[ZH_V_SEND_DISPLS] != NULL ? arr[ZH_V_SEND_DISPLS] : NULL,
+        .recv_counts = op->v[ZH_V_RECV_COUNTS] != NULL ? arr[ZH_V_RECV_COUNTS] : NULL,
+        .recv_displs = op->v[ZH_V_RECV_DISPLS] != NULL ? arr[ZH_V_RECV_DISPLS] : NULL,
+        .recv_count_each = op->kind == ZH_OP_REDUCESCATTERV ? each : NULL,
+        .sync = &sync.base,
+        .staged_bytes = &staged,
+        .tune = &c->tune,
+        .reuse = &c->reuse,
+        .start_ns = zh_op_start(d, c->nranks),
+        .pull = zh_op_pull(d, c->nranks),
+    };
+    int result = zc ? zh_op_direct(c, op, d, &a, in, out) : zh_op_staged(c, op, &a, ccl);
+    result = zh_op_exit(c, result);
+    if (zc && result == ZC_OK) {
+        coll_nt_done(&c->reuse); /* through the exit barrier: alike on every rank */
+    }
+    return result;
+}
+
+/* Every post of op seq is in: agree, choose the path, run it. inline_only
+ * (the caller's thread) asks to stop, returning 1, unless the op finishes
+ * from the post slots or is a zero-copy op the caller may run whole
+ * (zh_op_caller_ok); the caller then hands it to the stream worker. Once
+ * every post is in, every rank runs op seq to its end without waiting for
+ * anything but op seq's own steps, so the algorithm's waits and the exit
+ * barrier cannot block on work this thread has yet to issue. */
+int zh_op_complete(zh_comm_t *c, const zh_task_t *t, int inline_only)
+{
+    const zh_op_t *op = &t->op;
+    uint32_t seq = t->seq;
+    const zh_post_t *p[ZH_MAX_RANKS];
+    int zc = 1;
+    for (int q = 0; q < c->nranks; q++) {
+        p[q] = &c->peers[q].ctrl->post[seq & 1u];
+        zc &= p[q]->zc_ok != 0;
+    }
+    for (int q = 1; q < c->nranks; q++) {
+        if (!zh_op_agree(c, p[0], p[q], q, seq)) {
+            return ZC_ERR_INVAL; /* every rank saw the same posts: no exit needed */
+        }
+    }
+    if (op->kind == ZH_OP_BARRIER) {
+        return ZC_OK; /* everyone arrived */
+    }
+    if (zc && zh_op_inlinable(op)) {
+        zh_op_inline(c, op, seq, op->send_bytes);
+        return ZC_OK;
+    }
+    if (inline_only && !(zc && zh_op_caller_ok(c, op))) {
+        return 1;
+    }
+    return zh_op_algorithm(c, op, seq, p, zc);
+}
