@@ -17,7 +17,7 @@
  * block comes from torch's default allocator: such a tensor takes zccl's
  * buffered path and stays correct (counted in the statistics).
  */
-#include "zt.hpp"
+#include "zpt.hpp"
 
 #include <c10/core/CPUAllocator.h>
 
@@ -30,22 +30,22 @@ namespace zccl_torch
 namespace
 {
 
-constexpr size_t zt_gran = 2u << 20;
+constexpr size_t zpt_gran = 2u << 20;
 
-struct zt_chunk {
+struct zpt_chunk {
     char *va;
     size_t size;
     aclrtDrvMemHandle handle;
 };
 
-struct zt_alloc_state {
+struct zpt_alloc_state {
     std::mutex mu;
     bool enabled = false;
     char *base = nullptr;
     size_t reserve = 0;
     size_t chunk_bytes = 0;
     size_t top = 0; /* bytes of the range given to chunks */
-    std::vector<zt_chunk> chunks;
+    std::vector<zpt_chunk> chunks;
     char *bump = nullptr;
     char *bump_end = nullptr;
     std::unordered_map<size_t, std::vector<void *>> free_lists;
@@ -56,45 +56,45 @@ struct zt_alloc_state {
 };
 
 /* Never destroyed: tensors may be freed during interpreter teardown. */
-zt_alloc_state &zt_state()
+zpt_alloc_state &zpt_state()
 {
-    static zt_alloc_state *s = new zt_alloc_state();
+    static zpt_alloc_state *s = new zpt_alloc_state();
     return *s;
 }
 
-size_t zt_round(size_t n, size_t to)
+size_t zpt_round(size_t n, size_t to)
 {
     return (n + to - 1) / to * to;
 }
 
-size_t zt_class(size_t n)
+size_t zpt_class(size_t n)
 {
     if (n <= 4096) {
-        return zt_round(n, 64);
+        return zpt_round(n, 64);
     }
     size_t p = 1;
     while (p <= n / 2) {
         p <<= 1;
     }
-    return zt_round(n, std::max<size_t>(p / 4, 64));
+    return zpt_round(n, std::max<size_t>(p / 4, 64));
 }
 
-void zt_activate(zt_alloc_state &s, HcclComm comm, const zt_chunk &c)
+void zpt_activate(zpt_alloc_state &s, HcclComm comm, const zpt_chunk &c)
 {
     HcclResult r = HcclCommActivateCommMemory(comm, c.va, c.size, 0, c.handle, 0);
     if (r != HCCL_SUCCESS) {
         if (s.activate_failures++ == 0) {
             TORCH_WARN("zccl: HcclCommActivateCommMemory of a ", c.size,
-                       "-byte chunk failed: ", zt_hccl_name(r),
+                       "-byte chunk failed: ", zpt_hccl_name(r),
                        "; tensors in it take the buffered path");
         }
     }
 }
 
 /* A new chunk of size bytes at the top of the range; nullptr when full. */
-zt_chunk *zt_chunk_new(zt_alloc_state &s, size_t size)
+zpt_chunk *zpt_chunk_new(zpt_alloc_state &s, size_t size)
 {
-    size = zt_round(size, zt_gran);
+    size = zpt_round(size, zpt_gran);
     if (size > s.reserve - s.top) {
         return nullptr;
     }
@@ -104,7 +104,7 @@ zt_chunk *zt_chunk_new(zt_alloc_state &s, size_t size)
     prop.memAttr = ACL_HBM_MEM_HUGE;
     prop.location.type = ACL_MEM_LOCATION_TYPE_HOST;
     prop.location.id = 0;
-    zt_chunk c = {s.base + s.top, size, nullptr};
+    zpt_chunk c = {s.base + s.top, size, nullptr};
     if (aclrtMallocPhysical(&c.handle, size, &prop, 0) != ACL_SUCCESS) {
         return nullptr;
     }
@@ -114,13 +114,13 @@ zt_chunk *zt_chunk_new(zt_alloc_state &s, size_t size)
     }
     s.top += size;
     if (!s.attached.empty()) {
-        zt_activate(s, s.attached.front(), c);
+        zpt_activate(s, s.attached.front(), c);
     }
     s.chunks.push_back(c);
     return &s.chunks.back();
 }
 
-void *zt_carve(zt_alloc_state &s, size_t cls)
+void *zpt_carve(zpt_alloc_state &s, size_t cls)
 {
     auto it = s.free_lists.find(cls);
     if (it != s.free_lists.end() && !it->second.empty()) {
@@ -130,11 +130,11 @@ void *zt_carve(zt_alloc_state &s, size_t cls)
         return p;
     }
     if (cls >= s.chunk_bytes / 4) {
-        zt_chunk *c = zt_chunk_new(s, cls);
+        zpt_chunk *c = zpt_chunk_new(s, cls);
         return c == nullptr ? nullptr : c->va;
     }
     if (s.bump == nullptr || (size_t)(s.bump_end - s.bump) < cls) {
-        zt_chunk *c = zt_chunk_new(s, s.chunk_bytes);
+        zpt_chunk *c = zpt_chunk_new(s, s.chunk_bytes);
         if (c == nullptr) {
             return nullptr;
         }
@@ -146,12 +146,12 @@ void *zt_carve(zt_alloc_state &s, size_t cls)
     return p;
 }
 
-void zt_free(void *p)
+void zpt_free(void *p)
 {
     if (p == nullptr) {
         return;
     }
-    zt_alloc_state &s = zt_state();
+    zpt_alloc_state &s = zpt_state();
     std::lock_guard<std::mutex> g(s.mu);
     auto it = s.live.find(p);
     if (it == s.live.end()) {
@@ -164,24 +164,24 @@ void zt_free(void *p)
     s.free_lists[cls].push_back(p);
 }
 
-class zt_allocator final : public c10::Allocator
+class zpt_allocator final : public c10::Allocator
 {
   public:
     c10::DataPtr allocate(size_t n) override
     {
         c10::Device dev(c10::DeviceType::CPU);
         if (n == 0) {
-            return {nullptr, nullptr, &zt_free, dev};
+            return {nullptr, nullptr, &zpt_free, dev};
         }
-        zt_alloc_state &s = zt_state();
-        size_t cls = zt_class(n);
+        zpt_alloc_state &s = zpt_state();
+        size_t cls = zpt_class(n);
         {
             std::lock_guard<std::mutex> g(s.mu);
-            void *p = zt_carve(s, cls);
+            void *p = zpt_carve(s, cls);
             if (p != nullptr) {
                 s.live[p] = cls;
                 s.in_use += cls;
-                return {p, p, &zt_free, dev};
+                return {p, p, &zpt_free, dev};
             }
             if (s.fallbacks++ == 0) {
                 TORCH_WARN("zccl: the activated range is full (", s.top, " of ", s.reserve,
@@ -194,7 +194,7 @@ class zt_allocator final : public c10::Allocator
 
     c10::DeleterFnPtr raw_deleter() const override
     {
-        return &zt_free;
+        return &zpt_free;
     }
 
     void copy_data(void *dest, const void *src, std::size_t count) const override
@@ -203,21 +203,21 @@ class zt_allocator final : public c10::Allocator
     }
 };
 
-zt_allocator zt_alloc_instance;
+zpt_allocator zpt_alloc_instance;
 
 /* Memory ranges and activated blocks belong to the process (as in CANN):
  * the range is set, and each chunk activated, through the first attached
  * communicator only; every other communicator of the process, existing or
  * later, sees them. Setting the range again through another one is refused. */
-void zt_attach_locked(zt_alloc_state &s, HcclComm comm)
+void zpt_attach_locked(zpt_alloc_state &s, HcclComm comm)
 {
     if (s.attached.empty()) {
         HcclResult r = HcclCommSetMemoryRange(comm, s.base, s.reserve, 0, 0);
         if (r != HCCL_SUCCESS) {
-            zt_throw_hccl("HcclCommSetMemoryRange", r);
+            zpt_throw_hccl("HcclCommSetMemoryRange", r);
         }
-        for (const zt_chunk &c : s.chunks) {
-            zt_activate(s, comm, c);
+        for (const zpt_chunk &c : s.chunks) {
+            zpt_activate(s, comm, c);
         }
     }
     s.attached.push_back(comm);
@@ -225,46 +225,46 @@ void zt_attach_locked(zt_alloc_state &s, HcclComm comm)
 
 } // namespace
 
-void zt_alloc_enable(size_t reserve_bytes, size_t chunk_bytes)
+void zpt_alloc_enable(size_t reserve_bytes, size_t chunk_bytes)
 {
-    zt_alloc_state &s = zt_state();
+    zpt_alloc_state &s = zpt_state();
     std::lock_guard<std::mutex> g(s.mu);
     if (s.enabled) {
         return;
     }
-    TORCH_CHECK(chunk_bytes >= zt_gran && reserve_bytes >= chunk_bytes,
+    TORCH_CHECK(chunk_bytes >= zpt_gran && reserve_bytes >= chunk_bytes,
                 "zccl: use_activated_memory: chunk_bytes must be at least 2 MiB and "
                 "reserve_bytes at least chunk_bytes; got ",
                 chunk_bytes, " and ", reserve_bytes);
-    zt_acl_init();
-    s.reserve = zt_round(reserve_bytes, zt_gran);
-    s.chunk_bytes = zt_round(chunk_bytes, zt_gran);
+    zpt_acl_init();
+    s.reserve = zpt_round(reserve_bytes, zpt_gran);
+    s.chunk_bytes = zpt_round(chunk_bytes, zpt_gran);
     void *va = nullptr;
     aclError e = aclrtReserveMemAddress(&va, s.reserve, 0, nullptr, 0);
     if (e != ACL_SUCCESS) {
-        zt_throw_acl("aclrtReserveMemAddress(" + std::to_string(s.reserve) + " bytes)", e);
+        zpt_throw_acl("aclrtReserveMemAddress(" + std::to_string(s.reserve) + " bytes)", e);
     }
     s.base = (char *)va;
     for (HcclComm comm : s.comms) {
-        zt_attach_locked(s, comm); /* collective on each existing group */
+        zpt_attach_locked(s, comm); /* collective on each existing group */
     }
     s.enabled = true;
-    c10::SetCPUAllocator(&zt_alloc_instance, /*priority=*/0);
+    c10::SetCPUAllocator(&zpt_alloc_instance, /*priority=*/0);
 }
 
-bool zt_alloc_enabled()
+bool zpt_alloc_enabled()
 {
-    zt_alloc_state &s = zt_state();
+    zpt_alloc_state &s = zpt_state();
     std::lock_guard<std::mutex> g(s.mu);
     return s.enabled;
 }
 
-bool zt_alloc_contains(const void *p, size_t n)
+bool zpt_alloc_contains(const void *p, size_t n)
 {
-    zt_alloc_state &s = zt_state();
+    zpt_alloc_state &s = zpt_state();
     std::lock_guard<std::mutex> g(s.mu);
     const char *c = (const char *)p;
-    for (const zt_chunk &k : s.chunks) {
+    for (const zpt_chunk &k : s.chunks) {
         if (c >= k.va && c < k.va + k.size) {
             return n <= (size_t)(k.va + k.size - c);
         }
@@ -272,19 +272,19 @@ bool zt_alloc_contains(const void *p, size_t n)
     return false;
 }
 
-void zt_alloc_attach(HcclComm comm)
+void zpt_alloc_attach(HcclComm comm)
 {
-    zt_alloc_state &s = zt_state();
+    zpt_alloc_state &s = zpt_state();
     std::lock_guard<std::mutex> g(s.mu);
     s.comms.push_back(comm);
     if (s.enabled) {
-        zt_attach_locked(s, comm);
+        zpt_attach_locked(s, comm);
     }
 }
 
-void zt_alloc_detach(HcclComm comm)
+void zpt_alloc_detach(HcclComm comm)
 {
-    zt_alloc_state &s = zt_state();
+    zpt_alloc_state &s = zpt_state();
     std::lock_guard<std::mutex> g(s.mu);
     s.comms.erase(std::remove(s.comms.begin(), s.comms.end(), comm), s.comms.end());
     auto it = std::find(s.attached.begin(), s.attached.end(), comm);
@@ -295,15 +295,15 @@ void zt_alloc_detach(HcclComm comm)
     if (!s.attached.empty()) {
         return; /* the range and its blocks stay visible to the others */
     }
-    for (const zt_chunk &c : s.chunks) {
+    for (const zpt_chunk &c : s.chunks) {
         (void)HcclCommDeactivateCommMemory(comm, c.va);
     }
     (void)HcclCommUnsetMemoryRange(comm, s.base);
 }
 
-std::vector<uint64_t> zt_alloc_stats()
+std::vector<uint64_t> zpt_alloc_stats()
 {
-    zt_alloc_state &s = zt_state();
+    zpt_alloc_state &s = zpt_state();
     std::lock_guard<std::mutex> g(s.mu);
     return {s.reserve, s.top, s.in_use, s.cached, s.chunks.size(), s.fallbacks};
 }

@@ -11,14 +11,14 @@
  * BAND/BOR/BXOR on integers gather every rank's tensor and fold it on the
  * host (zccl has no bitwise reduction); PREMUL_SUM is refused, as by Gloo.
  */
-#include "zt.hpp"
+#include "zpt.hpp"
 
 #include <sstream>
 
 namespace zccl_torch
 {
 
-static const char *const zt_hccl_names[] = {
+static const char *const zpt_hccl_names[] = {
     "HCCL_SUCCESS",
     "HCCL_E_PARA",
     "HCCL_E_PTR",
@@ -46,12 +46,12 @@ static const char *const zt_hccl_names[] = {
     "HCCL_E_OOM",
 };
 
-std::string zt_hccl_name(int code)
+std::string zpt_hccl_name(int code)
 {
     std::ostringstream s;
-    int n = (int)(sizeof(zt_hccl_names) / sizeof(zt_hccl_names[0]));
+    int n = (int)(sizeof(zpt_hccl_names) / sizeof(zpt_hccl_names[0]));
     if (code >= 0 && code < n) {
-        s << zt_hccl_names[code];
+        s << zpt_hccl_names[code];
     } else if (code == HCCL_E_IN_STATUS) {
         s << "HCCL_E_IN_STATUS";
     } else {
@@ -61,30 +61,30 @@ std::string zt_hccl_name(int code)
     return s.str();
 }
 
-void zt_throw_hccl(const std::string &what, int code)
+void zpt_throw_hccl(const std::string &what, int code)
 {
     /* A peer that never came: worded as torch's tests expect ("Timed out"). */
     TORCH_CHECK(code != HCCL_E_TIMEOUT, "zccl: ", what, ": Timed out waiting for the peers (",
-                zt_hccl_name(code), " [code ", code, "])");
-    TORCH_CHECK(false, "zccl: ", what, " failed: ", zt_hccl_name(code), " [code ", code, "]");
+                zpt_hccl_name(code), " [code ", code, "])");
+    TORCH_CHECK(false, "zccl: ", what, " failed: ", zpt_hccl_name(code), " [code ", code, "]");
 }
 
-void zt_throw_acl(const std::string &what, int code)
+void zpt_throw_acl(const std::string &what, int code)
 {
     TORCH_CHECK(false, "zccl: ", what, " failed: aclError ", code);
 }
 
-void zt_acl_init()
+void zpt_acl_init()
 {
     static std::once_flag once;
     static aclError rc = ACL_SUCCESS;
     std::call_once(once, []() { rc = aclInit(nullptr); });
     if (rc != ACL_SUCCESS && rc != ACL_ERROR_REPEAT_INITIALIZE) {
-        zt_throw_acl("aclInit", rc);
+        zpt_throw_acl("aclInit", rc);
     }
 }
 
-HcclDataType zt_dtype(const at::Tensor &t)
+HcclDataType zpt_dtype(const at::Tensor &t)
 {
     switch (t.scalar_type()) {
     case at::kFloat:
@@ -121,19 +121,19 @@ HcclDataType zt_dtype(const at::Tensor &t)
     }
 }
 
-uint64_t zt_elems(const at::Tensor &t)
+uint64_t zpt_elems(const at::Tensor &t)
 {
     return (uint64_t)t.numel() * (t.is_complex() ? 2u : 1u);
 }
 
-const char *zt_op_name(c10d::ReduceOp::RedOpType op)
+const char *zpt_op_name(c10d::ReduceOp::RedOpType op)
 {
     static const char *const names[] = {"SUM",  "AVG", "PRODUCT", "MIN",       "MAX",
                                         "BAND", "BOR", "BXOR",    "PREMUL_SUM"};
     return (unsigned)op < 9u ? names[(unsigned)op] : "UNUSED";
 }
 
-bool zt_bitwise(const c10d::ReduceOp &rop, at::ScalarType st)
+bool zpt_bitwise(const c10d::ReduceOp &rop, at::ScalarType st)
 {
     c10d::ReduceOp::RedOpType op = rop.op_;
     bool bit =
@@ -141,7 +141,7 @@ bool zt_bitwise(const c10d::ReduceOp &rop, at::ScalarType st)
     return bit && st != at::kBool && at::isIntegralType(st, /*includeBool=*/false);
 }
 
-void zt_fold_bitwise(c10d::ReduceOp::RedOpType op, const at::Tensor &rows, at::Tensor out)
+void zpt_fold_bitwise(c10d::ReduceOp::RedOpType op, const at::Tensor &rows, at::Tensor out)
 {
     at::Tensor acc = rows[0].clone();
     for (int64_t i = 1; i < rows.size(0); i++) {
@@ -156,7 +156,7 @@ void zt_fold_bitwise(c10d::ReduceOp::RedOpType op, const at::Tensor &rows, at::T
     out.copy_(acc.view(out.sizes()));
 }
 
-zt_redop zt_reduce_op(const c10d::ReduceOp &rop, at::ScalarType st)
+zpt_redop zpt_reduce_op(const c10d::ReduceOp &rop, at::ScalarType st)
 {
     c10d::ReduceOp::RedOpType op = rop.op_;
     if (st == at::kBool) {
@@ -170,13 +170,13 @@ zt_redop zt_reduce_op(const c10d::ReduceOp &rop, at::ScalarType st)
         case c10d::ReduceOp::BAND:
             return {HCCL_REDUCE_MIN, false};
         default:
-            TORCH_CHECK(false, "zccl: ReduceOp.", zt_op_name(op),
+            TORCH_CHECK(false, "zccl: ReduceOp.", zpt_op_name(op),
                         " is not supported on bool tensors (SUM/MAX/BOR = or, "
                         "PRODUCT/MIN/BAND = and)");
         }
     }
     TORCH_CHECK(!at::isComplexType(st) || op == c10d::ReduceOp::SUM || op == c10d::ReduceOp::AVG,
-                "zccl: ReduceOp.", zt_op_name(op), " is not supported on complex dtype ", st,
+                "zccl: ReduceOp.", zpt_op_name(op), " is not supported on complex dtype ", st,
                 " (SUM and AVG are)");
     switch (op) {
     case c10d::ReduceOp::SUM:
@@ -195,35 +195,35 @@ zt_redop zt_reduce_op(const c10d::ReduceOp &rop, at::ScalarType st)
     case c10d::ReduceOp::BAND:
     case c10d::ReduceOp::BOR:
     case c10d::ReduceOp::BXOR:
-        TORCH_CHECK(false, "zccl: ReduceOp.", zt_op_name(op), " needs an integer dtype, got ", st);
+        TORCH_CHECK(false, "zccl: ReduceOp.", zpt_op_name(op), " needs an integer dtype, got ", st);
     default:
-        TORCH_CHECK(false, "zccl: ReduceOp.", zt_op_name(op),
+        TORCH_CHECK(false, "zccl: ReduceOp.", zpt_op_name(op),
                     " is not supported (as with Gloo: SUM, AVG, PRODUCT, MIN, MAX; BAND, BOR, "
                     "BXOR on integers)");
     }
 }
 
-void zt_check_tensor(const at::Tensor &t, const char *op)
+void zpt_check_tensor(const at::Tensor &t, const char *op)
 {
     TORCH_CHECK(t.defined(), "zccl: ", op, ": undefined tensor");
     TORCH_CHECK(t.device().is_cpu(), "zccl: ", op, ": tensors must be on the CPU, got ",
                 t.device());
     TORCH_CHECK(t.layout() == at::kStrided, "zccl: ", op,
                 ": only strided (dense) tensors are supported, got layout ", t.layout());
-    (void)zt_dtype(t);
+    (void)zpt_dtype(t);
 }
 
-void zt_check_single(const std::vector<at::Tensor> &ts, const char *op)
+void zpt_check_single(const std::vector<at::Tensor> &ts, const char *op)
 {
     TORCH_CHECK(ts.size() == 1, "zccl: ", op, ": expects one tensor per process, got ", ts.size());
-    zt_check_tensor(ts[0], op);
+    zpt_check_tensor(ts[0], op);
 }
 
-void zt_check_same(const std::vector<at::Tensor> &ts, const at::Tensor &ref, bool same_size,
-                   const char *op)
+void zpt_check_same(const std::vector<at::Tensor> &ts, const at::Tensor &ref, bool same_size,
+                    const char *op)
 {
     for (size_t i = 0; i < ts.size(); i++) {
-        zt_check_tensor(ts[i], op);
+        zpt_check_tensor(ts[i], op);
         TORCH_CHECK(ts[i].scalar_type() == ref.scalar_type(), "zccl: ", op, ": tensor ", i,
                     " has dtype ", ts[i].scalar_type(), ", expected ", ref.scalar_type());
         TORCH_CHECK(!same_size || ts[i].numel() == ref.numel(), "zccl: ", op, ": tensor ", i,
@@ -231,7 +231,7 @@ void zt_check_same(const std::vector<at::Tensor> &ts, const at::Tensor &ref, boo
     }
 }
 
-void zt_then(std::function<void()> *post, std::function<void()> f)
+void zpt_then(std::function<void()> *post, std::function<void()> f)
 {
     if (!*post) {
         *post = std::move(f);
@@ -244,12 +244,12 @@ void zt_then(std::function<void()> *post, std::function<void()> f)
     };
 }
 
-at::Tensor zt_dense_in(const at::Tensor &t)
+at::Tensor zpt_dense_in(const at::Tensor &t)
 {
     return t.is_contiguous() ? t : t.contiguous();
 }
 
-at::Tensor zt_dense_out(const at::Tensor &t, std::function<void()> *post)
+at::Tensor zpt_dense_out(const at::Tensor &t, std::function<void()> *post)
 {
     if (t.is_contiguous()) {
         return t;
@@ -258,12 +258,12 @@ at::Tensor zt_dense_out(const at::Tensor &t, std::function<void()> *post)
        with t's values (in-place ops read them), then copies back. */
     at::Tensor d = t.contiguous();
     at::Tensor user = t;
-    zt_then(post, [user, d]() mutable { user.copy_(d); });
+    zpt_then(post, [user, d]() mutable { user.copy_(d); });
     return d;
 }
 
 /* True when the tensors are contiguous and follow each other in memory. */
-static bool zt_adjacent(const std::vector<at::Tensor> &ts)
+static bool zpt_adjacent(const std::vector<at::Tensor> &ts)
 {
     if (ts.empty()) {
         return false;
@@ -282,7 +282,7 @@ static bool zt_adjacent(const std::vector<at::Tensor> &ts)
     return ts[0].storage().nbytes() >= (size_t)(next - (const char *)ts[0].storage().data());
 }
 
-static at::Tensor zt_flat_view(const std::vector<at::Tensor> &ts)
+static at::Tensor zpt_flat_view(const std::vector<at::Tensor> &ts)
 {
     int64_t n = 0;
     for (const auto &t : ts) {
@@ -291,10 +291,10 @@ static at::Tensor zt_flat_view(const std::vector<at::Tensor> &ts)
     return at::empty({0}, ts[0].options()).set_(ts[0].storage(), ts[0].storage_offset(), {n}, {1});
 }
 
-at::Tensor zt_flatten_in(const std::vector<at::Tensor> &ts)
+at::Tensor zpt_flatten_in(const std::vector<at::Tensor> &ts)
 {
-    if (zt_adjacent(ts)) {
-        return zt_flat_view(ts);
+    if (zpt_adjacent(ts)) {
+        return zpt_flat_view(ts);
     }
     std::vector<at::Tensor> flat;
     flat.reserve(ts.size());
@@ -304,7 +304,7 @@ at::Tensor zt_flatten_in(const std::vector<at::Tensor> &ts)
     return at::cat(flat);
 }
 
-void zt_unflatten(const at::Tensor &flat, const std::vector<at::Tensor> &outs)
+void zpt_unflatten(const at::Tensor &flat, const std::vector<at::Tensor> &outs)
 {
     int64_t off = 0;
     for (auto t : outs) {
@@ -313,10 +313,10 @@ void zt_unflatten(const at::Tensor &flat, const std::vector<at::Tensor> &outs)
     }
 }
 
-at::Tensor zt_flatten_out(const std::vector<at::Tensor> &ts, std::function<void()> *post)
+at::Tensor zpt_flatten_out(const std::vector<at::Tensor> &ts, std::function<void()> *post)
 {
-    if (zt_adjacent(ts)) {
-        return zt_flat_view(ts);
+    if (zpt_adjacent(ts)) {
+        return zpt_flat_view(ts);
     }
     int64_t n = 0;
     for (const auto &t : ts) {
@@ -324,7 +324,7 @@ at::Tensor zt_flatten_out(const std::vector<at::Tensor> &ts, std::function<void(
     }
     at::Tensor flat = at::empty({n}, ts[0].options().memory_format(at::MemoryFormat::Contiguous));
     std::vector<at::Tensor> outs = ts;
-    zt_then(post, [flat, outs]() { zt_unflatten(flat, outs); });
+    zpt_then(post, [flat, outs]() { zpt_unflatten(flat, outs); });
     return flat;
 }
 

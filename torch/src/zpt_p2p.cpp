@@ -10,7 +10,7 @@
  * match in the order issued, and tags are not used for matching (zccl has
  * none): a tag other than 0 is accepted and ignored, as documented.
  */
-#include "zt.hpp"
+#include "zpt.hpp"
 
 namespace zccl_torch
 {
@@ -18,9 +18,9 @@ namespace zccl_torch
 using c10d::OpType;
 
 /* counts (elements) and displacements from dim-0 split sizes. */
-static void zt_splits(const at::Tensor &t, const std::vector<int64_t> &splits, int n,
-                      const char *side, std::vector<uint64_t> *counts,
-                      std::vector<uint64_t> *displs)
+static void zpt_splits(const at::Tensor &t, const std::vector<int64_t> &splits, int n,
+                       const char *side, std::vector<uint64_t> *counts,
+                       std::vector<uint64_t> *displs)
 {
     counts->assign(n, 0);
     displs->assign(n, 0);
@@ -28,8 +28,8 @@ static void zt_splits(const at::Tensor &t, const std::vector<int64_t> &splits, i
         TORCH_CHECK(t.numel() % n == 0, "zccl: alltoall_base: ", side, " has ", t.numel(),
                     " elements, not divisible by the group size ", n);
         for (int i = 0; i < n; i++) {
-            (*counts)[i] = zt_elems(t) / (uint64_t)n;
-            (*displs)[i] = zt_elems(t) / (uint64_t)n * (uint64_t)i;
+            (*counts)[i] = zpt_elems(t) / (uint64_t)n;
+            (*displs)[i] = zpt_elems(t) / (uint64_t)n * (uint64_t)i;
         }
         return;
     }
@@ -45,7 +45,7 @@ static void zt_splits(const at::Tensor &t, const std::vector<int64_t> &splits, i
     }
     TORCH_CHECK(rows == t.size(0), "zccl: alltoall_base: ", side, " split sizes sum to ", rows,
                 ", dim 0 is ", t.size(0));
-    uint64_t row = t.size(0) == 0 ? 0 : zt_elems(t) / (uint64_t)t.size(0);
+    uint64_t row = t.size(0) == 0 ? 0 : zpt_elems(t) / (uint64_t)t.size(0);
     uint64_t off = 0;
     for (int i = 0; i < n; i++) {
         (*counts)[i] = (uint64_t)splits[i] * row;
@@ -60,21 +60,21 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::alltoall_base(at::Tensor &outpu
                                                                std::vector<int64_t> &inputSplits,
                                                                const c10d::AllToAllOptions &)
 {
-    zt_check_tensor(input, "alltoall_base");
-    zt_check_same({output}, input, false, "alltoall_base");
-    HcclDataType dt = zt_dtype(input);
-    at::Tensor in = zt_dense_in(input);
+    zpt_check_tensor(input, "alltoall_base");
+    zpt_check_same({output}, input, false, "alltoall_base");
+    HcclDataType dt = zpt_dtype(input);
+    at::Tensor in = zpt_dense_in(input);
     std::function<void()> post;
-    at::Tensor out = zt_dense_out(output, &post);
+    at::Tensor out = zpt_dense_out(output, &post);
     HcclComm comm = core_->comm;
     if (outputSplits.empty() && inputSplits.empty()) {
         TORCH_CHECK(in.numel() == out.numel() && in.numel() % size_ == 0,
                     "zccl: alltoall_base: input and output need the same number of elements, "
                     "divisible by ",
                     size_, "; got ", in.numel(), " and ", out.numel());
-        uint64_t n = zt_elems(in) / (uint64_t)size_;
+        uint64_t n = zpt_elems(in) / (uint64_t)size_;
         return issue(
-            OpType::ALLTOALL_BASE, "HcclAlltoAll", ZT_LANE_COLL, {output}, {input},
+            OpType::ALLTOALL_BASE, "HcclAlltoAll", ZPT_LANE_COLL, {output}, {input},
             {input, output, in, out},
             [=](aclrtStream s) {
                 return n == 0 ? 0
@@ -84,10 +84,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::alltoall_base(at::Tensor &outpu
             std::move(post));
     }
     std::vector<uint64_t> sc, sd, rc, rd;
-    zt_splits(in, inputSplits, size_, "input", &sc, &sd);
-    zt_splits(out, outputSplits, size_, "output", &rc, &rd);
+    zpt_splits(in, inputSplits, size_, "input", &sc, &sd);
+    zpt_splits(out, outputSplits, size_, "output", &rc, &rd);
     return issue(
-        OpType::ALLTOALL_BASE, "HcclAlltoAllV", ZT_LANE_COLL, {output}, {input},
+        OpType::ALLTOALL_BASE, "HcclAlltoAllV", ZPT_LANE_COLL, {output}, {input},
         {input, output, in, out},
         [=](aclrtStream s) {
             return (int)HcclAlltoAllV(in.data_ptr(), sc.data(), sd.data(), dt, out.data_ptr(),
@@ -103,29 +103,29 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::alltoall(std::vector<at::Tensor
     TORCH_CHECK(inputs.size() == (size_t)size_ && outputs.size() == (size_t)size_,
                 "zccl: alltoall: expects ", size_, " input and ", size_, " output tensors, got ",
                 inputs.size(), " and ", outputs.size());
-    zt_check_same(inputs, inputs[0], false, "alltoall");
-    zt_check_same(outputs, inputs[0], false, "alltoall");
-    HcclDataType dt = zt_dtype(inputs[0]);
+    zpt_check_same(inputs, inputs[0], false, "alltoall");
+    zpt_check_same(outputs, inputs[0], false, "alltoall");
+    HcclDataType dt = zpt_dtype(inputs[0]);
     std::vector<uint64_t> sc(size_), sd(size_), rc(size_), rd(size_);
     uint64_t so = 0, ro = 0;
     for (int i = 0; i < size_; i++) {
-        sc[i] = zt_elems(inputs[i]);
+        sc[i] = zpt_elems(inputs[i]);
         sd[i] = so;
         so += sc[i];
-        rc[i] = zt_elems(outputs[i]);
+        rc[i] = zpt_elems(outputs[i]);
         rd[i] = ro;
         ro += rc[i];
     }
-    at::Tensor in = zt_flatten_in(inputs);
+    at::Tensor in = zpt_flatten_in(inputs);
     std::function<void()> post;
-    at::Tensor out = zt_flatten_out(outputs, &post);
+    at::Tensor out = zpt_flatten_out(outputs, &post);
     std::vector<at::Tensor> keep = inputs;
     keep.insert(keep.end(), outputs.begin(), outputs.end());
     keep.push_back(in);
     keep.push_back(out);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::ALLTOALL, "HcclAlltoAllV", ZT_LANE_COLL, outputs, inputs, std::move(keep),
+        OpType::ALLTOALL, "HcclAlltoAllV", ZPT_LANE_COLL, outputs, inputs, std::move(keep),
         [=](aclrtStream s) {
             return (int)HcclAlltoAllV(in.data_ptr(), sc.data(), sd.data(), dt, out.data_ptr(),
                                       rc.data(), rd.data(), dt, comm, s);
@@ -136,18 +136,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::alltoall(std::vector<at::Tensor
 c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::send(std::vector<at::Tensor> &tensors, int dst,
                                                       int tag)
 {
-    zt_check_single(tensors, "send");
+    zpt_check_single(tensors, "send");
     TORCH_CHECK(dst >= 0 && dst < size_ && dst != rank_, "zccl: send: destination ", dst,
                 " is not another rank of the group of ", size_);
-    HcclDataType dt = zt_dtype(tensors[0]);
-    at::Tensor d = zt_dense_in(tensors[0]);
+    HcclDataType dt = zpt_dtype(tensors[0]);
+    at::Tensor d = zpt_dense_in(tensors[0]);
     HcclComm comm = core_->comm;
     note_send(dst);
     return issue(
-        OpType::SEND, "HcclSend", ZT_LANE_SEND, tensors, tensors, {tensors[0], d},
+        OpType::SEND, "HcclSend", ZPT_LANE_SEND, tensors, tensors, {tensors[0], d},
         [=](aclrtStream s) {
             return d.numel() > 0
-                       ? (int)HcclSend(d.data_ptr(), zt_elems(d), dt, (uint32_t)dst, comm, s)
+                       ? (int)HcclSend(d.data_ptr(), zpt_elems(d), dt, (uint32_t)dst, comm, s)
                        : 0;
         },
         nullptr);
@@ -163,18 +163,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::recv(std::vector<at::Tensor> &t
 c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::recv_as(std::vector<at::Tensor> &tensors, int src,
                                                          OpType type)
 {
-    zt_check_single(tensors, "recv");
+    zpt_check_single(tensors, "recv");
     TORCH_CHECK(src >= 0 && src < size_ && src != rank_, "zccl: recv: source ", src,
                 " is not another rank of the group of ", size_);
-    HcclDataType dt = zt_dtype(tensors[0]);
+    HcclDataType dt = zpt_dtype(tensors[0]);
     std::function<void()> post;
-    at::Tensor d = zt_dense_out(tensors[0], &post);
+    at::Tensor d = zpt_dense_out(tensors[0], &post);
     HcclComm comm = core_->comm;
     auto w = issue(
-        type, "HcclRecv", ZT_LANE_RECV, tensors, tensors, {tensors[0], d},
+        type, "HcclRecv", ZPT_LANE_RECV, tensors, tensors, {tensors[0], d},
         [=](aclrtStream s) {
             return d.numel() > 0
-                       ? (int)HcclRecv(d.data_ptr(), zt_elems(d), dt, (uint32_t)src, comm, s)
+                       ? (int)HcclRecv(d.data_ptr(), zpt_elems(d), dt, (uint32_t)src, comm, s)
                        : 0;
         },
         std::move(post));
@@ -187,7 +187,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::barrier(const c10d::BarrierOpti
 {
     HcclComm comm = core_->comm;
     auto w = issue(
-        OpType::BARRIER, "HcclBarrier", ZT_LANE_COLL, {}, {}, {},
+        OpType::BARRIER, "HcclBarrier", ZPT_LANE_COLL, {}, {}, {},
         [=](aclrtStream s) { return (int)HcclBarrier(comm, s); }, nullptr);
     if (opts.timeout.count() > 0) {
         static_cast<WorkZccl *>(w.get())->timeout = opts.timeout; /* its waits' bound */

@@ -5,16 +5,16 @@
  * Backend, Work) are registered with pybind11 before ours derive from
  * them.
  */
-#include "zt.hpp"
+#include "zpt.hpp"
 
 #include <pybind11/chrono.h>
 
 namespace py = pybind11;
 using namespace zccl_torch;
 
-static c10::intrusive_ptr<c10d::Backend> zt_create(const c10::intrusive_ptr<c10d::Store> &store,
-                                                   int rank, int size,
-                                                   const std::chrono::duration<float> &timeout)
+static c10::intrusive_ptr<c10d::Backend> zpt_create(const c10::intrusive_ptr<c10d::Store> &store,
+                                                    int rank, int size,
+                                                    const std::chrono::duration<float> &timeout)
 {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
     return c10::make_intrusive<ProcessGroupZccl>(store, rank, size, ms);
@@ -28,24 +28,24 @@ PYBIND11_MODULE(_C, m)
         m, "ProcessGroupZccl")
         .def("_comm_handle", &ProcessGroupZccl::comm_handle,
              "The HcclComm handle as an integer (diagnostics).");
-    m.def("_create", &zt_create, py::arg("store"), py::arg("rank"), py::arg("size"),
+    m.def("_create", &zpt_create, py::arg("store"), py::arg("rank"), py::arg("size"),
           py::arg("timeout"), py::call_guard<py::gil_scoped_release>(),
           "Make a zccl process group (the creator registered as backend 'zccl').");
-    m.def("use_activated_memory", &zt_alloc_enable, py::arg("reserve_bytes") = (size_t)64 << 30,
+    m.def("use_activated_memory", &zpt_alloc_enable, py::arg("reserve_bytes") = (size_t)64 << 30,
           py::arg("chunk_bytes") = (size_t)256 << 20, py::call_guard<py::gil_scoped_release>(),
           "Serve CPU tensor storage from activated memory (zero-copy collectives).");
-    m.def("activated_memory_enabled", &zt_alloc_enabled);
+    m.def("activated_memory_enabled", &zpt_alloc_enabled);
     m.def(
         "is_activated",
         [](const at::Tensor &t) {
             return t.device().is_cpu() && t.numel() > 0 &&
-                   zt_alloc_contains(t.data_ptr(), (size_t)(t.numel() * t.element_size()));
+                   zpt_alloc_contains(t.data_ptr(), (size_t)(t.numel() * t.element_size()));
         },
         "True when a tensor's data lies wholly in one activated chunk.");
     m.def(
         "allocator_stats",
         []() {
-            std::vector<uint64_t> v = zt_alloc_stats();
+            std::vector<uint64_t> v = zpt_alloc_stats();
             py::dict d;
             const char *names[] = {"reserved", "mapped", "in_use", "cached", "chunks", "fallbacks"};
             for (size_t i = 0; i < v.size(); i++) {

@@ -60,77 +60,77 @@
 namespace zccl_torch
 {
 
-/* ---- zt_util.cpp: names, checks, dtype and op mapping ---------------------- */
+/* ---- zpt_util.cpp: names, checks, dtype and op mapping ---------------------- */
 
 /** "HCCL_E_REMOTE (a peer reported an error)" for an HcclResult value. */
-std::string zt_hccl_name(int code);
+std::string zpt_hccl_name(int code);
 /** Throws c10::Error: "zccl: <what> failed: <name> [code N]". */
-[[noreturn]] void zt_throw_hccl(const std::string &what, int code);
+[[noreturn]] void zpt_throw_hccl(const std::string &what, int code);
 /** Throws c10::Error for an aclError. */
-[[noreturn]] void zt_throw_acl(const std::string &what, int code);
+[[noreturn]] void zpt_throw_acl(const std::string &what, int code);
 
 /** aclInit once per process (the allocator and the first group both need it). */
-void zt_acl_init();
+void zpt_acl_init();
 
 /** The HcclDataType of a tensor's dtype (bool travels as uint8); throws for
  *  dtypes zccl has no type for (complex, quantized, ...). */
-HcclDataType zt_dtype(const at::Tensor &t);
+HcclDataType zpt_dtype(const at::Tensor &t);
 
 /** Elements as zccl counts them (a complex element is two). */
-uint64_t zt_elems(const at::Tensor &t);
+uint64_t zpt_elems(const at::Tensor &t);
 
 /** "SUM", "BXOR", ... for a reduction. */
-const char *zt_op_name(c10d::ReduceOp::RedOpType op);
+const char *zpt_op_name(c10d::ReduceOp::RedOpType op);
 
 /** What an op's reduction becomes on zccl. */
-struct zt_redop {
+struct zpt_redop {
     HcclReduceOp op;
     bool avg; /* SUM, then divide by the group size */
 };
 /** Maps a c10d ReduceOp for a dtype; throws for what zccl cannot do
  *  (bitwise ops except on bool, PREMUL_SUM, AVG on integers). */
-zt_redop zt_reduce_op(const c10d::ReduceOp &op, at::ScalarType st);
+zpt_redop zpt_reduce_op(const c10d::ReduceOp &op, at::ScalarType st);
 /** True for BAND/BOR/BXOR on an integer dtype other than bool: zccl has no
  *  bitwise reduction, so the op gathers every rank's tensor and folds it. */
-bool zt_bitwise(const c10d::ReduceOp &op, at::ScalarType st);
+bool zpt_bitwise(const c10d::ReduceOp &op, at::ScalarType st);
 /** Folds rows [n, ...] of a gathered tensor with a bitwise op into out. */
-void zt_fold_bitwise(c10d::ReduceOp::RedOpType op, const at::Tensor &rows, at::Tensor out);
+void zpt_fold_bitwise(c10d::ReduceOp::RedOpType op, const at::Tensor &rows, at::Tensor out);
 
 /** Checks a tensor argument: CPU, strided; names the op and the problem. */
-void zt_check_tensor(const at::Tensor &t, const char *op);
+void zpt_check_tensor(const at::Tensor &t, const char *op);
 /** Checks a list holds exactly one tensor (one tensor per process on CPU). */
-void zt_check_single(const std::vector<at::Tensor> &ts, const char *op);
+void zpt_check_single(const std::vector<at::Tensor> &ts, const char *op);
 /** Checks every tensor has the dtype (and, when same_size, the numel) of ref. */
-void zt_check_same(const std::vector<at::Tensor> &ts, const at::Tensor &ref, bool same_size,
-                   const char *op);
+void zpt_check_same(const std::vector<at::Tensor> &ts, const at::Tensor &ref, bool same_size,
+                    const char *op);
 
-/* ---- zt_alloc.cpp: the activated-memory CPU allocator ----------------------- */
+/* ---- zpt_alloc.cpp: the activated-memory CPU allocator ----------------------- */
 
 /** Installs the allocator as torch's CPU allocator (idempotent). Reserves
  *  reserve_bytes of address space; physical memory is mapped in chunks of
  *  chunk_bytes (larger tensors get a chunk of their own). Communicators that
  *  exist now or are created later get the range set and every chunk
  *  activated. Collective when communicators already exist. */
-void zt_alloc_enable(size_t reserve_bytes, size_t chunk_bytes);
-bool zt_alloc_enabled();
+void zpt_alloc_enable(size_t reserve_bytes, size_t chunk_bytes);
+bool zpt_alloc_enabled();
 /** True when [p, p+n) lies in one activated chunk of the allocator. */
-bool zt_alloc_contains(const void *p, size_t n);
+bool zpt_alloc_contains(const void *p, size_t n);
 /** Registers / withdraws a communicator (set range, activate every chunk). */
-void zt_alloc_attach(HcclComm comm);
-void zt_alloc_detach(HcclComm comm);
+void zpt_alloc_attach(HcclComm comm);
+void zpt_alloc_detach(HcclComm comm);
 /** Statistics: {reserved, mapped, in use, cached, chunks, fallbacks}. */
-std::vector<uint64_t> zt_alloc_stats();
+std::vector<uint64_t> zpt_alloc_stats();
 
-/* ---- zt_pg.cpp / zt_work.cpp: group and work -------------------------------- */
+/* ---- zpt_pg.cpp / zpt_work.cpp: group and work -------------------------------- */
 
 class WorkZccl;
 
 /* Works finished together (one, mostly): no allocation for a few. */
-using zt_works = c10::SmallVector<c10::intrusive_ptr<WorkZccl>, 4>;
+using zpt_works = c10::SmallVector<c10::intrusive_ptr<WorkZccl>, 4>;
 
-enum zt_lane_id { ZT_LANE_COLL = 0, ZT_LANE_SEND = 1, ZT_LANE_RECV = 2, ZT_LANES = 3 };
+enum zpt_lane_id { ZPT_LANE_COLL = 0, ZPT_LANE_SEND = 1, ZPT_LANE_RECV = 2, ZPT_LANES = 3 };
 
-struct zt_lane {
+struct zpt_lane {
     aclrtStream stream = nullptr;
     std::deque<c10::intrusive_ptr<WorkZccl>> pending; /* in issue order */
     uint64_t issued = 0;     /* ops issued on the lane: the newest work's seq */
@@ -138,14 +138,14 @@ struct zt_lane {
 };
 
 /* State shared by the group and its works (a work may outlive the group). */
-struct zt_core {
+struct zpt_core {
     int rank = 0;
     int size = 0;
     int device = 0;
     HcclComm comm = nullptr;
     std::chrono::milliseconds timeout{0};
     std::mutex mu; /* issue and completion */
-    zt_lane lanes[ZT_LANES];
+    zpt_lane lanes[ZPT_LANES];
     bool closed = false;
 
     /* progress thread: completes futures */
@@ -158,10 +158,10 @@ struct zt_core {
     /** Finishes the lane's pending works if its stream ran everything and
      *  no waiter is synchronizing it; called with mu held. Returns the works
      *  finished (futures are marked by the caller after dropping mu). */
-    void collect(int lane, zt_works &done);
+    void collect(int lane, zpt_works &done);
     /** Finishes the lane's pending works numbered up to seq with verdict rc
      *  (their ops ended); mu held. */
-    void finish_upto(int lane, uint64_t seq, int rc, zt_works &done);
+    void finish_upto(int lane, uint64_t seq, int rc, zpt_works &done);
     /** Blocks until w is finished or the timeout passes (then throws). */
     void complete(WorkZccl *w, std::chrono::milliseconds timeout);
     void future_loop();
@@ -171,7 +171,7 @@ class WorkZccl : public c10d::Work
 {
   public:
     /** inputs: the op's arguments as the profiler records them. */
-    WorkZccl(std::shared_ptr<zt_core> core, int rank, c10d::OpType type, int lane,
+    WorkZccl(std::shared_ptr<zpt_core> core, int rank, c10d::OpType type, int lane,
              std::vector<at::Tensor> outputs, const std::vector<at::Tensor> &inputs);
 
     bool isCompleted() override;
@@ -209,7 +209,7 @@ class WorkZccl : public c10d::Work
     }
 
   private:
-    std::shared_ptr<zt_core> core_;
+    std::shared_ptr<zpt_core> core_;
     int lane_;
     std::vector<at::Tensor> outputs_;
     c10::intrusive_ptr<c10::ivalue::Future> future_;
@@ -266,7 +266,7 @@ class ProcessGroupZccl : public c10d::Backend
                                         int tag) override;
     c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override;
 
-    /* ---- 2.x additions (zt_more.cpp) ---- */
+    /* ---- 2.x additions (zpt_more.cpp) ---- */
     c10::intrusive_ptr<c10d::Work> allreduce_sparse(std::vector<at::Tensor> &tensors,
                                                     const c10d::AllreduceOptions &opts) override;
     c10::intrusive_ptr<c10d::Work>
@@ -333,7 +333,7 @@ class ProcessGroupZccl : public c10d::Backend
     c10::intrusive_ptr<c10d::Work> recv_as(std::vector<at::Tensor> &tensors, int src,
                                            c10d::OpType type);
 
-    std::shared_ptr<zt_core> core_;
+    std::shared_ptr<zpt_core> core_;
     c10::intrusive_ptr<c10d::Store> store_;
     uint64_t seq_ = 0;                                      /* ops issued (for torch) */
     std::vector<int64_t> recvd_;                            /* messages taken per source */
@@ -343,18 +343,18 @@ class ProcessGroupZccl : public c10d::Backend
 };
 
 /** A dense tensor with t's values (t itself when already contiguous). */
-at::Tensor zt_dense_in(const at::Tensor &t);
+at::Tensor zpt_dense_in(const at::Tensor &t);
 /** A dense tensor the op may write; when it is a temporary, *post gets the
  *  copy back into t appended. */
-at::Tensor zt_dense_out(const at::Tensor &t, std::function<void()> *post);
+at::Tensor zpt_dense_out(const at::Tensor &t, std::function<void()> *post);
 /** One flat dense tensor holding the list's values in order (a view of the
  *  list when it already is one contiguous run of memory). */
-at::Tensor zt_flatten_in(const std::vector<at::Tensor> &ts);
+at::Tensor zpt_flatten_in(const std::vector<at::Tensor> &ts);
 /** A flat buffer to receive a list; post copies it out into the list. */
-at::Tensor zt_flatten_out(const std::vector<at::Tensor> &ts, std::function<void()> *post);
+at::Tensor zpt_flatten_out(const std::vector<at::Tensor> &ts, std::function<void()> *post);
 /** Copies a flat buffer out into a list, in order. */
-void zt_unflatten(const at::Tensor &flat, const std::vector<at::Tensor> &outs);
+void zpt_unflatten(const at::Tensor &flat, const std::vector<at::Tensor> &outs);
 /** Appends f to *post (run in order). */
-void zt_then(std::function<void()> *post, std::function<void()> f);
+void zpt_then(std::function<void()> *post, std::function<void()> f);
 
 } // namespace zccl_torch

@@ -10,50 +10,50 @@
  * Device: the default group's rank modulo the device count, chosen once per
  * process and made current on every thread that creates a stream.
  */
-#include "zt.hpp"
+#include "zpt.hpp"
 
 #include <cstring>
 
 namespace zccl_torch
 {
 
-static std::mutex zt_dev_mu;
-static int zt_dev = -1;
+static std::mutex zpt_dev_mu;
+static int zpt_dev = -1;
 
 /* aclInit once per process and a device for it; current on this thread. */
-static int zt_device_use(int rank)
+static int zpt_device_use(int rank)
 {
     static thread_local int current = -1;
     {
-        std::lock_guard<std::mutex> g(zt_dev_mu);
-        if (zt_dev < 0) {
-            zt_acl_init();
+        std::lock_guard<std::mutex> g(zpt_dev_mu);
+        if (zpt_dev < 0) {
+            zpt_acl_init();
             uint32_t n = 0;
             aclError e = aclrtGetDeviceCount(&n);
             if (e != ACL_SUCCESS || n == 0) {
-                zt_throw_acl("aclrtGetDeviceCount", e != ACL_SUCCESS ? e : -1);
+                zpt_throw_acl("aclrtGetDeviceCount", e != ACL_SUCCESS ? e : -1);
             }
-            zt_dev = (int)((uint32_t)rank % n);
+            zpt_dev = (int)((uint32_t)rank % n);
         }
     }
-    if (current != zt_dev) {
-        aclError e = aclrtSetDevice(zt_dev);
+    if (current != zpt_dev) {
+        aclError e = aclrtSetDevice(zpt_dev);
         if (e != ACL_SUCCESS) {
-            zt_throw_acl("aclrtSetDevice(" + std::to_string(zt_dev) + ")", e);
+            zpt_throw_acl("aclrtSetDevice(" + std::to_string(zpt_dev) + ")", e);
         }
-        current = zt_dev;
+        current = zpt_dev;
     }
-    return zt_dev;
+    return zpt_dev;
 }
 
-static void zt_root_exchange(const c10::intrusive_ptr<c10d::Store> &store, int rank,
-                             HcclRootInfo *root)
+static void zpt_root_exchange(const c10::intrusive_ptr<c10d::Store> &store, int rank,
+                              HcclRootInfo *root)
 {
     static const char *const key = "zccl/root_info";
     if (rank == 0) {
         HcclResult r = HcclGetRootInfo(root);
         if (r != HCCL_SUCCESS) {
-            zt_throw_hccl("HcclGetRootInfo", r);
+            zpt_throw_hccl("HcclGetRootInfo", r);
         }
         const uint8_t *p = (const uint8_t *)root;
         store->set(key, std::vector<uint8_t>(p, p + sizeof(*root)));
@@ -67,17 +67,17 @@ static void zt_root_exchange(const c10::intrusive_ptr<c10d::Store> &store, int r
 
 ProcessGroupZccl::ProcessGroupZccl(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
                                    std::chrono::milliseconds timeout)
-    : c10d::Backend(rank, size), core_(std::make_shared<zt_core>()), store_(store), recvd_(size, 0)
+    : c10d::Backend(rank, size), core_(std::make_shared<zpt_core>()), store_(store), recvd_(size, 0)
 {
     TORCH_CHECK(size > 0 && rank >= 0 && rank < size, "zccl: rank ", rank,
                 " is outside a group of ", size);
     core_->rank = rank;
     core_->size = size;
     core_->timeout = timeout.count() > 0 ? timeout : std::chrono::milliseconds(30 * 60 * 1000);
-    core_->device = zt_device_use(rank);
+    core_->device = zpt_device_use(rank);
 
     HcclRootInfo root;
-    zt_root_exchange(store, rank, &root);
+    zpt_root_exchange(store, rank, &root);
     HcclCommConfig cfg;
     HcclCommConfigInit(&cfg);
     long long secs = (core_->timeout.count() + 999) / 1000;
@@ -85,12 +85,12 @@ ProcessGroupZccl::ProcessGroupZccl(const c10::intrusive_ptr<c10d::Store> &store,
     HcclResult r =
         HcclCommInitRootInfoConfig((uint32_t)size, &root, (uint32_t)rank, &cfg, &core_->comm);
     if (r != HCCL_SUCCESS) {
-        zt_throw_hccl("HcclCommInitRootInfoConfig (rank " + std::to_string(rank) + " of " +
-                          std::to_string(size) + ")",
-                      r);
+        zpt_throw_hccl("HcclCommInitRootInfoConfig (rank " + std::to_string(rank) + " of " +
+                           std::to_string(size) + ")",
+                       r);
     }
-    (void)lane_stream(ZT_LANE_COLL);
-    zt_alloc_attach(core_->comm);
+    (void)lane_stream(ZPT_LANE_COLL);
+    zpt_alloc_attach(core_->comm);
 }
 
 ProcessGroupZccl::~ProcessGroupZccl()
@@ -120,7 +120,7 @@ void ProcessGroupZccl::abort()
 
 void ProcessGroupZccl::close()
 {
-    zt_core &c = *core_;
+    zpt_core &c = *core_;
     if (c.comm == nullptr && c.closed) {
         return;
     }
@@ -132,14 +132,14 @@ void ProcessGroupZccl::close()
     if (c.fthread.joinable()) {
         c.fthread.join();
     }
-    zt_works done;
+    zpt_works done;
     {
         std::lock_guard<std::mutex> g(c.mu);
         c.closed = true;
     }
     long long ms = std::min<long long>(c.timeout.count(), INT32_MAX);
-    for (int l = 0; l < ZT_LANES; l++) {
-        zt_lane &lane = c.lanes[l];
+    for (int l = 0; l < ZPT_LANES; l++) {
+        zpt_lane &lane = c.lanes[l];
         /* After a waiter's synchronize (bounded by its timeout). */
         std::lock_guard<std::timed_mutex> sg(lane.syncmu);
         std::lock_guard<std::mutex> g(c.mu);
@@ -160,7 +160,7 @@ void ProcessGroupZccl::close()
         w->finish_future();
     }
     if (c.comm != nullptr) {
-        zt_alloc_detach(c.comm);
+        zpt_alloc_detach(c.comm);
         (void)HcclCommDestroy(c.comm);
         c.comm = nullptr;
     }
@@ -168,13 +168,13 @@ void ProcessGroupZccl::close()
 
 aclrtStream ProcessGroupZccl::lane_stream(int lane)
 {
-    zt_lane &l = core_->lanes[lane];
+    zpt_lane &l = core_->lanes[lane];
     if (l.stream == nullptr) {
-        (void)zt_device_use(rank_);
+        (void)zpt_device_use(rank_);
         aclError e = aclrtCreateStream(&l.stream);
         if (e != ACL_SUCCESS) {
             l.stream = nullptr;
-            zt_throw_acl("aclrtCreateStream", e);
+            zpt_throw_acl("aclrtCreateStream", e);
         }
     }
     return l.stream;
@@ -197,7 +197,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::issue(c10d::OpType type, const 
     w->seqnum = ++seq_;
     w->keep = std::move(keep);
     w->post = std::move(post);
-    zt_works done;
+    zpt_works done;
     {
         std::lock_guard<std::mutex> g(core_->mu);
         TORCH_CHECK(!core_->closed, "zccl: ", name, ": the process group is shut down");
@@ -207,7 +207,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::issue(c10d::OpType type, const 
         aclrtStream s = lane_stream(lane);
         int rc = launch(s);
         if (rc != HCCL_SUCCESS) {
-            zt_throw_hccl(std::string(name) + " (rank " + std::to_string(rank_) + ")", rc);
+            zpt_throw_hccl(std::string(name) + " (rank " + std::to_string(rank_) + ")", rc);
         }
         /* Pending from here on: the op holds w's tensors until it ended. */
         w->seq = ++core_->lanes[lane].issued;

@@ -2,7 +2,7 @@
  * Works: completion by lane, waits bounded by the timeout, futures.
  *
  * A waiter synchronizes its lane's stream without the core mutex (see
- * zt.hpp), so issuing from another thread (DDP's autograd hooks) never waits
+ * zpt.hpp), so issuing from another thread (DDP's autograd hooks) never waits
  * for a waiter; the works numbered up to the lane's count when it started
  * get its verdict. Under the mutex an idle lane is finished without waiting.
  * The lane's sync mutex keeps one synchronize per lane at a time: two would
@@ -10,7 +10,7 @@
  * complete getFuture() futures, which torch's own code waits on without
  * calling Work::wait.
  */
-#include "zt.hpp"
+#include "zpt.hpp"
 
 #include <ATen/core/ivalue.h>
 
@@ -21,7 +21,7 @@ using clock_type = std::chrono::steady_clock;
 
 /* The profiler's name for an op, as Gloo's are named ("gloo:all_reduce"):
  * the backend's name, a colon, the torch.distributed call. */
-static const char *zt_prof_title(c10d::OpType type)
+static const char *zpt_prof_title(c10d::OpType type)
 {
     using c10d::OpType;
     switch (type) {
@@ -65,9 +65,9 @@ static const char *zt_prof_title(c10d::OpType type)
 
 /* c10d::Work starts the profiler's record of the op when the profiler is on
  * and leaves its end to whoever finishes the work (finish_locked). */
-WorkZccl::WorkZccl(std::shared_ptr<zt_core> core, int rank, c10d::OpType type, int lane,
+WorkZccl::WorkZccl(std::shared_ptr<zpt_core> core, int rank, c10d::OpType type, int lane,
                    std::vector<at::Tensor> outputs, const std::vector<at::Tensor> &inputs)
-    : c10d::Work(rank, type, zt_prof_title(type), std::optional<std::vector<at::Tensor>>(inputs)),
+    : c10d::Work(rank, type, zpt_prof_title(type), std::optional<std::vector<at::Tensor>>(inputs)),
       core_(std::move(core)), lane_(lane), outputs_(std::move(outputs))
 {
 }
@@ -89,7 +89,7 @@ void WorkZccl::finish_locked(int rc)
         }
     } else if (rc != 0) {
         try {
-            zt_throw_hccl(std::string(name) + " (rank " + std::to_string(rank_) + ")", rc);
+            zpt_throw_hccl(std::string(name) + " (rank " + std::to_string(rank_) + ")", rc);
         } catch (...) {
             ex = std::current_exception();
         }
@@ -127,9 +127,9 @@ void WorkZccl::finish_future()
     }
 }
 
-void zt_core::finish_upto(int lane, uint64_t seq, int rc, zt_works &done)
+void zpt_core::finish_upto(int lane, uint64_t seq, int rc, zpt_works &done)
 {
-    zt_lane &l = lanes[lane];
+    zpt_lane &l = lanes[lane];
     while (!l.pending.empty() && l.pending.front()->seq <= seq) {
         c10::intrusive_ptr<WorkZccl> w = std::move(l.pending.front());
         l.pending.pop_front();
@@ -138,9 +138,9 @@ void zt_core::finish_upto(int lane, uint64_t seq, int rc, zt_works &done)
     }
 }
 
-void zt_core::collect(int lane, zt_works &done)
+void zpt_core::collect(int lane, zpt_works &done)
 {
-    zt_lane &l = lanes[lane];
+    zpt_lane &l = lanes[lane];
     if (l.pending.empty()) {
         return;
     }
@@ -157,7 +157,7 @@ void zt_core::collect(int lane, zt_works &done)
     finish_upto(lane, l.issued, (int)aclrtSynchronizeStream(l.stream), done);
 }
 
-static void zt_mark_futures(zt_works &done)
+static void zpt_mark_futures(zpt_works &done)
 {
     for (auto &w : done) {
         w->finish_future();
@@ -165,26 +165,26 @@ static void zt_mark_futures(zt_works &done)
     done.clear();
 }
 
-[[noreturn]] static void zt_timed_out(const WorkZccl *w, int rank, std::chrono::milliseconds t)
+[[noreturn]] static void zpt_timed_out(const WorkZccl *w, int rank, std::chrono::milliseconds t)
 {
     /* Worded as torch's tests expect of a CPU backend (Gloo's words). */
     TORCH_CHECK(false, "zccl: ", w->name, " (rank ", rank, "): Timed out waiting ", t.count(),
                 "ms for the operation to complete");
 }
 
-void zt_core::complete(WorkZccl *w, std::chrono::milliseconds timeout)
+void zpt_core::complete(WorkZccl *w, std::chrono::milliseconds timeout)
 {
     if (timeout.count() <= 0) {
         timeout = w->timeout.count() > 0 ? w->timeout : this->timeout;
     }
     auto deadline = clock_type::now() + timeout;
-    zt_lane &l = lanes[w->lane()];
-    zt_works done;
+    zpt_lane &l = lanes[w->lane()];
+    zpt_works done;
     while (!w->done()) {
         /* Another waiter may be synchronizing: take the lane after it. */
         std::unique_lock<std::timed_mutex> sg(l.syncmu, std::defer_lock);
         if (!sg.try_lock_until(deadline)) {
-            zt_timed_out(w, rank, timeout);
+            zpt_timed_out(w, rank, timeout);
         }
         uint64_t upto;
         aclrtStream s;
@@ -203,16 +203,16 @@ void zt_core::complete(WorkZccl *w, std::chrono::milliseconds timeout)
         int32_t ms = (int32_t)std::min<long long>(std::max<long long>(left, 0), INT32_MAX);
         aclError e = aclrtSynchronizeStreamWithTimeout(s, ms);
         if (e == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
-            zt_timed_out(w, rank, timeout);
+            zpt_timed_out(w, rank, timeout);
         }
         {
             std::lock_guard<std::mutex> g(mu);
             finish_upto(w->lane(), upto, (int)e, done);
         }
         sg.unlock();
-        zt_mark_futures(done);
+        zpt_mark_futures(done);
     }
-    zt_mark_futures(done);
+    zpt_mark_futures(done);
 }
 
 bool WorkZccl::isCompleted()
@@ -220,12 +220,12 @@ bool WorkZccl::isCompleted()
     if (done()) {
         return true;
     }
-    zt_works finished;
+    zpt_works finished;
     {
         std::lock_guard<std::mutex> g(core_->mu);
         core_->collect(lane_, finished);
     }
-    zt_mark_futures(finished);
+    zpt_mark_futures(finished);
     return done();
 }
 
@@ -297,7 +297,7 @@ c10::intrusive_ptr<c10::ivalue::Future> WorkZccl::getFuture()
     return future_;
 }
 
-void zt_core::future_loop()
+void zpt_core::future_loop()
 {
     for (;;) {
         c10::intrusive_ptr<WorkZccl> w;

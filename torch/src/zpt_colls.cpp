@@ -9,7 +9,7 @@
  * own: it is an AlltoAllV in which only the root receives. AVG is SUM and a
  * host division after success (zccl has no average).
  */
-#include "zt.hpp"
+#include "zpt.hpp"
 
 namespace zccl_torch
 {
@@ -17,18 +17,18 @@ namespace zccl_torch
 using c10d::OpType;
 
 /* The copy of d back into t, after the op, when d is a temporary. */
-static void zt_copy_back(const at::Tensor &t, const at::Tensor &d, std::function<void()> *post)
+static void zpt_copy_back(const at::Tensor &t, const at::Tensor &d, std::function<void()> *post)
 {
     if (d.data_ptr() == t.data_ptr() && t.is_contiguous()) {
         return;
     }
     at::Tensor user = t;
-    zt_then(post, [user, d]() mutable { user.copy_(d); });
+    zpt_then(post, [user, d]() mutable { user.copy_(d); });
 }
 
 /* What a work must hold besides its outputs (held until it is destroyed):
  * the dense temporary, when d is one. */
-static std::vector<at::Tensor> zt_temp(const at::Tensor &t, const at::Tensor &d)
+static std::vector<at::Tensor> zpt_temp(const at::Tensor &t, const at::Tensor &d)
 {
     if (d.is_same(t)) {
         return {};
@@ -36,14 +36,14 @@ static std::vector<at::Tensor> zt_temp(const at::Tensor &t, const at::Tensor &d)
     return {d};
 }
 
-static void zt_divide(const at::Tensor &d, int n, std::function<void()> *post)
+static void zpt_divide(const at::Tensor &d, int n, std::function<void()> *post)
 {
-    zt_then(post, [d, n]() mutable { d.div_(n); });
+    zpt_then(post, [d, n]() mutable { d.div_(n); });
 }
 
-static uint64_t zt_count(const at::Tensor &t)
+static uint64_t zpt_count(const at::Tensor &t)
 {
-    return zt_elems(t);
+    return zpt_elems(t);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::allreduce(std::vector<at::Tensor> &tensors,
@@ -52,27 +52,27 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::allreduce(std::vector<at::Tenso
     if (tensors.size() == 1 && tensors[0].defined() && tensors[0].is_sparse()) {
         return sparse_allreduce(tensors[0], opts);
     }
-    zt_check_single(tensors, "allreduce");
+    zpt_check_single(tensors, "allreduce");
     const at::Tensor &t = tensors[0];
-    if (zt_bitwise(opts.reduceOp, t.scalar_type())) {
+    if (zpt_bitwise(opts.reduceOp, t.scalar_type())) {
         return bitwise(OpType::ALLREDUCE, "HcclAllGather (bitwise allreduce)", tensors, t, t, -1,
                        opts.reduceOp);
     }
-    zt_redop r = zt_reduce_op(opts.reduceOp, t.scalar_type());
-    HcclDataType dt = zt_dtype(t);
-    at::Tensor d = zt_dense_in(t);
+    zpt_redop r = zpt_reduce_op(opts.reduceOp, t.scalar_type());
+    HcclDataType dt = zpt_dtype(t);
+    at::Tensor d = zpt_dense_in(t);
     std::function<void()> post;
     if (r.avg) {
-        zt_divide(d, size_, &post);
+        zpt_divide(d, size_, &post);
     }
-    zt_copy_back(t, d, &post);
+    zpt_copy_back(t, d, &post);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::ALLREDUCE, "HcclAllReduce", ZT_LANE_COLL, tensors, tensors, zt_temp(t, d),
+        OpType::ALLREDUCE, "HcclAllReduce", ZPT_LANE_COLL, tensors, tensors, zpt_temp(t, d),
         [=](aclrtStream s) {
-            return zt_count(d) == 0 ? 0
-                                    : (int)HcclAllReduce(d.data_ptr(), d.data_ptr(), zt_count(d),
-                                                         dt, r.op, comm, s);
+            return zpt_count(d) == 0 ? 0
+                                     : (int)HcclAllReduce(d.data_ptr(), d.data_ptr(), zpt_count(d),
+                                                          dt, r.op, comm, s);
         },
         std::move(post));
 }
@@ -82,35 +82,35 @@ ProcessGroupZccl::allreduce_coalesced(std::vector<at::Tensor> &tensors,
                                       const c10d::AllreduceCoalescedOptions &opts)
 {
     TORCH_CHECK(!tensors.empty(), "zccl: allreduce_coalesced: no tensors");
-    zt_check_same(tensors, tensors[0], false, "allreduce_coalesced");
-    if (zt_bitwise(opts.reduceOp, tensors[0].scalar_type())) {
-        at::Tensor flat = zt_flatten_in(tensors);
+    zpt_check_same(tensors, tensors[0], false, "allreduce_coalesced");
+    if (zpt_bitwise(opts.reduceOp, tensors[0].scalar_type())) {
+        at::Tensor flat = zpt_flatten_in(tensors);
         at::Tensor res = at::empty_like(flat);
         std::vector<at::Tensor> outs = tensors;
         return bitwise(OpType::ALLREDUCE_COALESCED, "HcclAllGather (bitwise allreduce)", tensors,
-                       flat, res, -1, opts.reduceOp, [res, outs]() { zt_unflatten(res, outs); });
+                       flat, res, -1, opts.reduceOp, [res, outs]() { zpt_unflatten(res, outs); });
     }
-    zt_redop r = zt_reduce_op(opts.reduceOp, tensors[0].scalar_type());
-    HcclDataType dt = zt_dtype(tensors[0]);
-    at::Tensor flat = zt_flatten_in(tensors);
+    zpt_redop r = zpt_reduce_op(opts.reduceOp, tensors[0].scalar_type());
+    HcclDataType dt = zpt_dtype(tensors[0]);
+    at::Tensor flat = zpt_flatten_in(tensors);
     std::function<void()> post;
     if (r.avg) {
-        zt_divide(flat, size_, &post);
+        zpt_divide(flat, size_, &post);
     }
     if (flat.data_ptr() != tensors[0].data_ptr() || !tensors[0].is_contiguous()) {
         std::vector<at::Tensor> outs = tensors;
-        zt_then(&post, [flat, outs]() { zt_unflatten(flat, outs); });
+        zpt_then(&post, [flat, outs]() { zpt_unflatten(flat, outs); });
     }
     std::vector<at::Tensor> keep = tensors;
     keep.push_back(flat);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::ALLREDUCE_COALESCED, "HcclAllReduce (coalesced)", ZT_LANE_COLL, tensors, tensors,
+        OpType::ALLREDUCE_COALESCED, "HcclAllReduce (coalesced)", ZPT_LANE_COLL, tensors, tensors,
         std::move(keep),
         [=](aclrtStream s) {
-            return zt_count(flat) == 0 ? 0
-                                       : (int)HcclAllReduce(flat.data_ptr(), flat.data_ptr(),
-                                                            zt_count(flat), dt, r.op, comm, s);
+            return zpt_count(flat) == 0 ? 0
+                                        : (int)HcclAllReduce(flat.data_ptr(), flat.data_ptr(),
+                                                             zpt_count(flat), dt, r.op, comm, s);
         },
         std::move(post));
 }
@@ -118,23 +118,23 @@ ProcessGroupZccl::allreduce_coalesced(std::vector<at::Tensor> &tensors,
 c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::broadcast(std::vector<at::Tensor> &tensors,
                                                            const c10d::BroadcastOptions &opts)
 {
-    zt_check_single(tensors, "broadcast");
+    zpt_check_single(tensors, "broadcast");
     check_root(opts.rootRank, "broadcast");
     TORCH_CHECK(opts.rootTensor == 0, "zccl: broadcast: rootTensor must be 0, got ",
                 opts.rootTensor);
     const at::Tensor &t = tensors[0];
-    HcclDataType dt = zt_dtype(t);
-    at::Tensor d = zt_dense_in(t);
+    HcclDataType dt = zpt_dtype(t);
+    at::Tensor d = zpt_dense_in(t);
     std::function<void()> post;
-    zt_copy_back(t, d, &post);
+    zpt_copy_back(t, d, &post);
     HcclComm comm = core_->comm;
     uint32_t root = (uint32_t)opts.rootRank;
     return issue(
-        OpType::BROADCAST, "HcclBroadcast", ZT_LANE_COLL, tensors, tensors, zt_temp(t, d),
+        OpType::BROADCAST, "HcclBroadcast", ZPT_LANE_COLL, tensors, tensors, zpt_temp(t, d),
         [=](aclrtStream s) {
-            return zt_count(d) == 0
+            return zpt_count(d) == 0
                        ? 0
-                       : (int)HcclBroadcast(d.data_ptr(), zt_count(d), dt, root, comm, s);
+                       : (int)HcclBroadcast(d.data_ptr(), zpt_count(d), dt, root, comm, s);
         },
         std::move(post));
 }
@@ -142,29 +142,29 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::broadcast(std::vector<at::Tenso
 c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::reduce(std::vector<at::Tensor> &tensors,
                                                         const c10d::ReduceOptions &opts)
 {
-    zt_check_single(tensors, "reduce");
+    zpt_check_single(tensors, "reduce");
     check_root(opts.rootRank, "reduce");
     const at::Tensor &t = tensors[0];
-    if (zt_bitwise(opts.reduceOp, t.scalar_type())) {
+    if (zpt_bitwise(opts.reduceOp, t.scalar_type())) {
         return bitwise(OpType::REDUCE, "HcclAllGather (bitwise reduce)", tensors, t, t, -1,
                        opts.reduceOp);
     }
-    zt_redop r = zt_reduce_op(opts.reduceOp, t.scalar_type());
-    HcclDataType dt = zt_dtype(t);
-    at::Tensor d = zt_dense_in(t);
+    zpt_redop r = zpt_reduce_op(opts.reduceOp, t.scalar_type());
+    HcclDataType dt = zpt_dtype(t);
+    at::Tensor d = zpt_dense_in(t);
     std::function<void()> post;
     if (r.avg && rank_ == opts.rootRank) {
-        zt_divide(d, size_, &post);
+        zpt_divide(d, size_, &post);
     }
-    zt_copy_back(t, d, &post);
+    zpt_copy_back(t, d, &post);
     HcclComm comm = core_->comm;
     uint32_t root = (uint32_t)opts.rootRank;
     return issue(
-        OpType::REDUCE, "HcclReduce", ZT_LANE_COLL, tensors, tensors, zt_temp(t, d),
+        OpType::REDUCE, "HcclReduce", ZPT_LANE_COLL, tensors, tensors, zpt_temp(t, d),
         [=](aclrtStream s) {
-            return zt_count(d) == 0 ? 0
-                                    : (int)HcclReduce(d.data_ptr(), d.data_ptr(), zt_count(d), dt,
-                                                      r.op, root, comm, s);
+            return zpt_count(d) == 0 ? 0
+                                     : (int)HcclReduce(d.data_ptr(), d.data_ptr(), zpt_count(d), dt,
+                                                       r.op, root, comm, s);
         },
         std::move(post));
 }
@@ -173,24 +173,24 @@ c10::intrusive_ptr<c10d::Work>
 ProcessGroupZccl::allgather(std::vector<std::vector<at::Tensor>> &outputs,
                             std::vector<at::Tensor> &inputs, const c10d::AllgatherOptions &opts)
 {
-    zt_check_single(inputs, "allgather");
+    zpt_check_single(inputs, "allgather");
     TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == (size_t)size_,
                 "zccl: allgather: expects one list of ", size_, " output tensors");
-    zt_check_same(outputs[0], inputs[0], true, "allgather");
-    HcclDataType dt = zt_dtype(inputs[0]);
-    at::Tensor in = zt_dense_in(inputs[0]);
+    zpt_check_same(outputs[0], inputs[0], true, "allgather");
+    HcclDataType dt = zpt_dtype(inputs[0]);
+    at::Tensor in = zpt_dense_in(inputs[0]);
     std::function<void()> post;
-    at::Tensor flat = zt_flatten_out(outputs[0], &post);
+    at::Tensor flat = zpt_flatten_out(outputs[0], &post);
     std::vector<at::Tensor> keep = outputs[0];
     keep.push_back(in);
     keep.push_back(flat);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::ALLGATHER, "HcclAllGather", ZT_LANE_COLL, outputs[0], inputs, std::move(keep),
+        OpType::ALLGATHER, "HcclAllGather", ZPT_LANE_COLL, outputs[0], inputs, std::move(keep),
         [=](aclrtStream s) {
-            return zt_count(in) == 0 ? 0
-                                     : (int)HcclAllGather(in.data_ptr(), flat.data_ptr(),
-                                                          zt_count(in), dt, comm, s);
+            return zpt_count(in) == 0 ? 0
+                                      : (int)HcclAllGather(in.data_ptr(), flat.data_ptr(),
+                                                           zpt_count(in), dt, comm, s);
         },
         std::move(post));
 }
@@ -199,22 +199,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::_allgather_base(at::Tensor &out
                                                                  at::Tensor &input,
                                                                  const c10d::AllgatherOptions &)
 {
-    zt_check_tensor(input, "_allgather_base");
-    zt_check_same({output}, input, false, "_allgather_base");
+    zpt_check_tensor(input, "_allgather_base");
+    zpt_check_same({output}, input, false, "_allgather_base");
     TORCH_CHECK(output.numel() == input.numel() * size_, "zccl: _allgather_base: output has ",
                 output.numel(), " elements, expected ", input.numel() * size_);
-    HcclDataType dt = zt_dtype(input);
-    at::Tensor in = zt_dense_in(input);
+    HcclDataType dt = zpt_dtype(input);
+    at::Tensor in = zpt_dense_in(input);
     std::function<void()> post;
-    at::Tensor out = zt_dense_out(output, &post);
+    at::Tensor out = zpt_dense_out(output, &post);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::_ALLGATHER_BASE, "HcclAllGather", ZT_LANE_COLL, {output}, {input},
+        OpType::_ALLGATHER_BASE, "HcclAllGather", ZPT_LANE_COLL, {output}, {input},
         {input, output, in, out},
         [=](aclrtStream s) {
-            return zt_count(in) == 0 ? 0
-                                     : (int)HcclAllGather(in.data_ptr(), out.data_ptr(),
-                                                          zt_count(in), dt, comm, s);
+            return zpt_count(in) == 0 ? 0
+                                      : (int)HcclAllGather(in.data_ptr(), out.data_ptr(),
+                                                           zpt_count(in), dt, comm, s);
         },
         std::move(post));
 }
@@ -223,22 +223,22 @@ c10::intrusive_ptr<c10d::Work>
 ProcessGroupZccl::gather(std::vector<std::vector<at::Tensor>> &outputs,
                          std::vector<at::Tensor> &inputs, const c10d::GatherOptions &opts)
 {
-    zt_check_single(inputs, "gather");
+    zpt_check_single(inputs, "gather");
     check_root(opts.rootRank, "gather");
     bool is_root = rank_ == opts.rootRank;
     if (is_root) {
         TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == (size_t)size_,
                     "zccl: gather: the root expects one list of ", size_, " output tensors");
-        zt_check_same(outputs[0], inputs[0], true, "gather");
+        zpt_check_same(outputs[0], inputs[0], true, "gather");
     } else {
         TORCH_CHECK(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()),
                     "zccl: gather: only the root passes output tensors");
     }
-    HcclDataType dt = zt_dtype(inputs[0]);
-    at::Tensor in = zt_dense_in(inputs[0]);
+    HcclDataType dt = zpt_dtype(inputs[0]);
+    at::Tensor in = zpt_dense_in(inputs[0]);
     std::function<void()> post;
-    at::Tensor flat = is_root ? zt_flatten_out(outputs[0], &post) : in;
-    uint64_t n = zt_count(in);
+    at::Tensor flat = is_root ? zpt_flatten_out(outputs[0], &post) : in;
+    uint64_t n = zpt_count(in);
     std::vector<uint64_t> sc(size_, 0), sd(size_, 0), rc(size_, 0), rd(size_, 0);
     sc[opts.rootRank] = n;
     for (int i = 0; is_root && i < size_; i++) {
@@ -251,7 +251,7 @@ ProcessGroupZccl::gather(std::vector<std::vector<at::Tensor>> &outputs,
     keep.push_back(flat);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::GATHER, "HcclAlltoAllV (gather)", ZT_LANE_COLL, outs, inputs, std::move(keep),
+        OpType::GATHER, "HcclAlltoAllV (gather)", ZPT_LANE_COLL, outs, inputs, std::move(keep),
         [=](aclrtStream s) {
             return n == 0 ? 0
                           : (int)HcclAlltoAllV(in.data_ptr(), sc.data(), sd.data(), dt,
@@ -265,21 +265,21 @@ ProcessGroupZccl::scatter(std::vector<at::Tensor> &outputs,
                           std::vector<std::vector<at::Tensor>> &inputs,
                           const c10d::ScatterOptions &opts)
 {
-    zt_check_single(outputs, "scatter");
+    zpt_check_single(outputs, "scatter");
     check_root(opts.rootRank, "scatter");
     bool is_root = rank_ == opts.rootRank;
     if (is_root) {
         TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == (size_t)size_,
                     "zccl: scatter: the root expects one list of ", size_, " input tensors");
-        zt_check_same(inputs[0], outputs[0], true, "scatter");
+        zpt_check_same(inputs[0], outputs[0], true, "scatter");
     } else {
         TORCH_CHECK(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()),
                     "zccl: scatter: only the root passes input tensors");
     }
-    HcclDataType dt = zt_dtype(outputs[0]);
+    HcclDataType dt = zpt_dtype(outputs[0]);
     std::function<void()> post;
-    at::Tensor out = zt_dense_out(outputs[0], &post);
-    at::Tensor flat = is_root ? zt_flatten_in(inputs[0]) : out;
+    at::Tensor out = zpt_dense_out(outputs[0], &post);
+    at::Tensor flat = is_root ? zpt_flatten_in(inputs[0]) : out;
     std::vector<at::Tensor> keep = is_root ? inputs[0] : std::vector<at::Tensor>();
     keep.push_back(outputs[0]);
     keep.push_back(out);
@@ -287,12 +287,12 @@ ProcessGroupZccl::scatter(std::vector<at::Tensor> &outputs,
     HcclComm comm = core_->comm;
     uint32_t root = (uint32_t)opts.rootRank;
     return issue(
-        OpType::SCATTER, "HcclScatter", ZT_LANE_COLL, outputs, inputs.empty() ? outputs : inputs[0],
-        std::move(keep),
+        OpType::SCATTER, "HcclScatter", ZPT_LANE_COLL, outputs,
+        inputs.empty() ? outputs : inputs[0], std::move(keep),
         [=](aclrtStream s) {
-            return zt_count(out) == 0 ? 0
-                                      : (int)HcclScatter(flat.data_ptr(), out.data_ptr(),
-                                                         zt_count(out), dt, root, comm, s);
+            return zpt_count(out) == 0 ? 0
+                                       : (int)HcclScatter(flat.data_ptr(), out.data_ptr(),
+                                                          zpt_count(out), dt, root, comm, s);
         },
         std::move(post));
 }
@@ -302,35 +302,35 @@ ProcessGroupZccl::reduce_scatter(std::vector<at::Tensor> &outputs,
                                  std::vector<std::vector<at::Tensor>> &inputs,
                                  const c10d::ReduceScatterOptions &opts)
 {
-    zt_check_single(outputs, "reduce_scatter");
+    zpt_check_single(outputs, "reduce_scatter");
     TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == (size_t)size_,
                 "zccl: reduce_scatter: expects one list of ", size_, " input tensors");
-    zt_check_same(inputs[0], outputs[0], true, "reduce_scatter");
-    if (zt_bitwise(opts.reduceOp, outputs[0].scalar_type())) {
+    zpt_check_same(inputs[0], outputs[0], true, "reduce_scatter");
+    if (zpt_bitwise(opts.reduceOp, outputs[0].scalar_type())) {
         return bitwise(OpType::REDUCE_SCATTER, "HcclAllGather (bitwise reduce_scatter)", outputs,
-                       zt_flatten_in(inputs[0]), outputs[0], rank_, opts.reduceOp);
+                       zpt_flatten_in(inputs[0]), outputs[0], rank_, opts.reduceOp);
     }
-    zt_redop r = zt_reduce_op(opts.reduceOp, outputs[0].scalar_type());
-    HcclDataType dt = zt_dtype(outputs[0]);
-    at::Tensor flat = zt_flatten_in(inputs[0]);
-    at::Tensor out = zt_dense_in(outputs[0]);
+    zpt_redop r = zpt_reduce_op(opts.reduceOp, outputs[0].scalar_type());
+    HcclDataType dt = zpt_dtype(outputs[0]);
+    at::Tensor flat = zpt_flatten_in(inputs[0]);
+    at::Tensor out = zpt_dense_in(outputs[0]);
     std::function<void()> post;
     if (r.avg) {
-        zt_divide(out, size_, &post);
+        zpt_divide(out, size_, &post);
     }
-    zt_copy_back(outputs[0], out, &post);
+    zpt_copy_back(outputs[0], out, &post);
     std::vector<at::Tensor> keep = inputs[0];
     keep.push_back(outputs[0]);
     keep.push_back(out);
     keep.push_back(flat);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::REDUCE_SCATTER, "HcclReduceScatter", ZT_LANE_COLL, outputs,
+        OpType::REDUCE_SCATTER, "HcclReduceScatter", ZPT_LANE_COLL, outputs,
         inputs.empty() ? outputs : inputs[0], std::move(keep),
         [=](aclrtStream s) {
-            return zt_count(out) == 0 ? 0
-                                      : (int)HcclReduceScatter(flat.data_ptr(), out.data_ptr(),
-                                                               zt_count(out), dt, r.op, comm, s);
+            return zpt_count(out) == 0 ? 0
+                                       : (int)HcclReduceScatter(flat.data_ptr(), out.data_ptr(),
+                                                                zpt_count(out), dt, r.op, comm, s);
         },
         std::move(post));
 }
@@ -339,31 +339,31 @@ c10::intrusive_ptr<c10d::Work>
 ProcessGroupZccl::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
                                        const c10d::ReduceScatterOptions &opts)
 {
-    zt_check_tensor(output, "_reduce_scatter_base");
-    zt_check_same({input}, output, false, "_reduce_scatter_base");
+    zpt_check_tensor(output, "_reduce_scatter_base");
+    zpt_check_same({input}, output, false, "_reduce_scatter_base");
     TORCH_CHECK(input.numel() == output.numel() * size_, "zccl: _reduce_scatter_base: input has ",
                 input.numel(), " elements, expected ", output.numel() * size_);
-    if (zt_bitwise(opts.reduceOp, output.scalar_type())) {
+    if (zpt_bitwise(opts.reduceOp, output.scalar_type())) {
         return bitwise(OpType::_REDUCE_SCATTER_BASE, "HcclAllGather (bitwise reduce_scatter)",
                        {output}, input, output, rank_, opts.reduceOp);
     }
-    zt_redop r = zt_reduce_op(opts.reduceOp, output.scalar_type());
-    HcclDataType dt = zt_dtype(output);
-    at::Tensor in = zt_dense_in(input);
-    at::Tensor out = zt_dense_in(output);
+    zpt_redop r = zpt_reduce_op(opts.reduceOp, output.scalar_type());
+    HcclDataType dt = zpt_dtype(output);
+    at::Tensor in = zpt_dense_in(input);
+    at::Tensor out = zpt_dense_in(output);
     std::function<void()> post;
     if (r.avg) {
-        zt_divide(out, size_, &post);
+        zpt_divide(out, size_, &post);
     }
-    zt_copy_back(output, out, &post);
+    zpt_copy_back(output, out, &post);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::_REDUCE_SCATTER_BASE, "HcclReduceScatter", ZT_LANE_COLL, {output}, {input},
+        OpType::_REDUCE_SCATTER_BASE, "HcclReduceScatter", ZPT_LANE_COLL, {output}, {input},
         {input, output, in, out},
         [=](aclrtStream s) {
-            return zt_count(out) == 0 ? 0
-                                      : (int)HcclReduceScatter(in.data_ptr(), out.data_ptr(),
-                                                               zt_count(out), dt, r.op, comm, s);
+            return zpt_count(out) == 0 ? 0
+                                       : (int)HcclReduceScatter(in.data_ptr(), out.data_ptr(),
+                                                                zpt_count(out), dt, r.op, comm, s);
         },
         std::move(post));
 }

@@ -18,7 +18,7 @@
  * Coalescing: ops between startCoalescing and endCoalescing are issued as
  * they come; endCoalescing's work waits for all of them.
  */
-#include "zt.hpp"
+#include "zpt.hpp"
 
 #include <ATen/core/ivalue.h>
 
@@ -35,27 +35,27 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::bitwise(OpType type, const char
                                                          int64_t part, const c10d::ReduceOp &op,
                                                          std::function<void()> then)
 {
-    HcclDataType dt = zt_dtype(in);
+    HcclDataType dt = zpt_dtype(in);
     at::Tensor src = in.contiguous().view({-1});
     at::Tensor rows = at::empty({size_, src.numel()}, src.options());
     c10d::ReduceOp::RedOpType rop = op.op_;
     int64_t m = out.numel();
     std::function<void()> post = [rop, rows, out, part, m]() mutable {
-        zt_fold_bitwise(rop, part < 0 ? rows : rows.narrow(1, part * m, m), out);
+        zpt_fold_bitwise(rop, part < 0 ? rows : rows.narrow(1, part * m, m), out);
     };
     if (then) {
-        zt_then(&post, std::move(then));
+        zpt_then(&post, std::move(then));
     }
     HcclComm comm = core_->comm;
     std::vector<at::Tensor> keep = outputs;
     keep.push_back(src);
     keep.push_back(rows);
     return issue(
-        type, name, ZT_LANE_COLL, std::move(outputs), {in}, std::move(keep),
+        type, name, ZPT_LANE_COLL, std::move(outputs), {in}, std::move(keep),
         [=](aclrtStream s) {
             return src.numel() == 0 ? 0
                                     : (int)HcclAllGather(src.data_ptr(), rows.data_ptr(),
-                                                         zt_elems(src), dt, comm, s);
+                                                         zpt_elems(src), dt, comm, s);
         },
         std::move(post));
 }
@@ -81,7 +81,7 @@ ProcessGroupZccl::sparse_allreduce(at::Tensor &t, const c10d::AllreduceOptions &
 {
     TORCH_CHECK(opts.reduceOp.op_ == c10d::ReduceOp::SUM,
                 "zccl: allreduce of a sparse tensor supports ReduceOp.SUM only, got ReduceOp.",
-                zt_op_name(opts.reduceOp.op_));
+                zpt_op_name(opts.reduceOp.op_));
     at::Tensor in = t.coalesce();
     int64_t nnz = in._nnz();
     at::Tensor counts = gather_rows(at::full({1}, nnz, at::kLong), 1).view({-1});
@@ -100,7 +100,7 @@ ProcessGroupZccl::sparse_allreduce(at::Tensor &t, const c10d::AllreduceOptions &
     t.copy_(sum);
     std::vector<at::Tensor> outs{t};
     return issue(
-        OpType::ALLREDUCE, "sparse allreduce", ZT_LANE_COLL, outs, outs, {},
+        OpType::ALLREDUCE, "sparse allreduce", ZPT_LANE_COLL, outs, outs, {},
         [](aclrtStream) { return 0; }, nullptr);
 }
 
@@ -121,7 +121,7 @@ ProcessGroupZccl::allgather_coalesced(std::vector<std::vector<at::Tensor>> &outp
     TORCH_CHECK(!inputs.empty(), "zccl: allgather_coalesced: no input tensors");
     TORCH_CHECK(outputs.size() == (size_t)size_, "zccl: allgather_coalesced: expects ", size_,
                 " output lists, got ", outputs.size());
-    zt_check_same(inputs, inputs[0], false, "allgather_coalesced");
+    zpt_check_same(inputs, inputs[0], false, "allgather_coalesced");
     std::vector<at::Tensor> all;
     for (auto &l : outputs) {
         TORCH_CHECK(l.size() == inputs.size(), "zccl: allgather_coalesced: an output list has ",
@@ -130,32 +130,32 @@ ProcessGroupZccl::allgather_coalesced(std::vector<std::vector<at::Tensor>> &outp
             TORCH_CHECK(l[i].numel() == inputs[i].numel(), "zccl: allgather_coalesced: output ", i,
                         " has ", l[i].numel(), " elements, expected ", inputs[i].numel());
         }
-        zt_check_same(l, inputs[0], false, "allgather_coalesced");
+        zpt_check_same(l, inputs[0], false, "allgather_coalesced");
         all.insert(all.end(), l.begin(), l.end());
     }
-    HcclDataType dt = zt_dtype(inputs[0]);
-    at::Tensor in = zt_flatten_in(inputs);
+    HcclDataType dt = zpt_dtype(inputs[0]);
+    at::Tensor in = zpt_flatten_in(inputs);
     std::function<void()> post;
-    at::Tensor flat = zt_flatten_out(all, &post);
+    at::Tensor flat = zpt_flatten_out(all, &post);
     std::vector<at::Tensor> keep = all;
     keep.push_back(in);
     keep.push_back(flat);
     HcclComm comm = core_->comm;
     return issue(
-        OpType::ALLGATHER_COALESCED, "HcclAllGather (coalesced)", ZT_LANE_COLL, all, inputs,
+        OpType::ALLGATHER_COALESCED, "HcclAllGather (coalesced)", ZPT_LANE_COLL, all, inputs,
         std::move(keep),
         [=](aclrtStream s) {
             return in.numel() == 0 ? 0
                                    : (int)HcclAllGather(in.data_ptr(), flat.data_ptr(),
-                                                        zt_elems(in), dt, comm, s);
+                                                        zpt_elems(in), dt, comm, s);
         },
         std::move(post));
 }
 
 /* The last work of a run of ops on one lane finishes after every other
  * (the lane completes in order, and a failure fails every later op). */
-static c10::intrusive_ptr<c10d::Work> zt_last(std::vector<c10::intrusive_ptr<c10d::Work>> &ws,
-                                              const std::vector<at::Tensor> &outs)
+static c10::intrusive_ptr<c10d::Work> zpt_last(std::vector<c10::intrusive_ptr<c10d::Work>> &ws,
+                                               const std::vector<at::Tensor> &outs)
 {
     TORCH_CHECK(!ws.empty(), "zccl: a coalesced op with no tensors");
     static_cast<WorkZccl *>(ws.back().get())->set_outputs(outs);
@@ -174,7 +174,7 @@ ProcessGroupZccl::allgather_into_tensor_coalesced(std::vector<at::Tensor> &outpu
     for (size_t i = 0; i < inputs.size(); i++) {
         ws.push_back(_allgather_base(outputs[i], inputs[i], opts));
     }
-    return zt_last(ws, outputs);
+    return zpt_last(ws, outputs);
 }
 
 c10::intrusive_ptr<c10d::Work>
@@ -189,29 +189,29 @@ ProcessGroupZccl::reduce_scatter_tensor_coalesced(std::vector<at::Tensor> &outpu
     for (size_t i = 0; i < inputs.size(); i++) {
         ws.push_back(_reduce_scatter_base(outputs[i], inputs[i], opts));
     }
-    return zt_last(ws, outputs);
+    return zpt_last(ws, outputs);
 }
 
-static std::string zt_any_key(int dst, int src)
+static std::string zpt_any_key(int dst, int src)
 {
     return "zccl/any/" + std::to_string(dst) + "/" + std::to_string(src);
 }
 
 void ProcessGroupZccl::note_send(int dst)
 {
-    (void)store_->add(zt_any_key(dst, rank_), 1);
+    (void)store_->add(zpt_any_key(dst, rank_), 1);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::recvAnysource(std::vector<at::Tensor> &tensors,
                                                                int tag)
 {
     (void)tag;
-    zt_check_single(tensors, "recvAnysource");
+    zpt_check_single(tensors, "recvAnysource");
     auto deadline = std::chrono::steady_clock::now() + core_->timeout;
     std::chrono::milliseconds nap(1);
     for (;;) {
         for (int src = 0; src < size_; src++) {
-            if (src != rank_ && store_->add(zt_any_key(rank_, src), 0) > recvd_[src]) {
+            if (src != rank_ && store_->add(zpt_any_key(rank_, src), 0) > recvd_[src]) {
                 auto w = recv_as(tensors, src, OpType::RECVANYSOURCE);
                 static_cast<WorkZccl *>(w.get())->src_rank = src;
                 return w;
@@ -225,7 +225,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::recvAnysource(std::vector<at::T
     }
 }
 
-static std::string zt_ranks(const std::vector<int> &ranks)
+static std::string zpt_ranks(const std::vector<int> &ranks)
 {
     std::ostringstream s;
     s << (ranks.size() == 1 ? "Rank " : "Ranks ");
@@ -276,7 +276,7 @@ void ProcessGroupZccl::monitoredBarrier(const c10d::BarrierOptions &opts, bool w
         }
         TORCH_CHECK(timeout.count() > 0, "zccl: Rank 0 timed out in monitoredBarrier after ",
                     timeout.count(), " ms");
-        TORCH_CHECK(false, "zccl: ", zt_ranks(missing), " failed to pass monitoredBarrier in ",
+        TORCH_CHECK(false, "zccl: ", zpt_ranks(missing), " failed to pass monitoredBarrier in ",
                     timeout.count(), " ms");
     }
     store_->set(base + "go", std::vector<uint8_t>{1});
@@ -307,10 +307,10 @@ void ProcessGroupZccl::startCoalescing()
 }
 
 /* The work of a coalesced run: waits for every op of it. */
-class zt_group_work : public c10d::Work
+class zpt_group_work : public c10d::Work
 {
   public:
-    zt_group_work(int rank, std::vector<c10::intrusive_ptr<c10d::Work>> ws)
+    zpt_group_work(int rank, std::vector<c10::intrusive_ptr<c10d::Work>> ws)
         : c10d::Work(rank, c10d::OpType::COALESCED), ws_(std::move(ws))
     {
     }
@@ -376,7 +376,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZccl::endCoalescing()
     coalescing_ = false;
     std::vector<c10::intrusive_ptr<c10d::Work>> ws;
     ws.swap(coalesced_);
-    return c10::make_intrusive<zt_group_work>(rank_, std::move(ws));
+    return c10::make_intrusive<zpt_group_work>(rank_, std::move(ws));
 }
 
 } // namespace zccl_torch
