@@ -17,7 +17,6 @@
 #include <arpa/inet.h>
 #include <stddef.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -26,15 +25,6 @@ extern char **environ;
 
 static zc_config_t zc_cfg;
 static pthread_once_t zc_cfg_once = PTHREAD_ONCE_INIT;
-
-/* The warnings (and ZCCL_PRINT_CONFIG) are printed by the first load only.
- * common is compiled once, into libascendcl, so this table is the process's
- * one copy and needs no export to agree with other copies. */
-static int zccl_config_claim_warnings(void)
-{
-    static atomic_int claimed;
-    return atomic_exchange_explicit(&claimed, 1, memory_order_acq_rel) == 0;
-}
 
 typedef struct {
     const char *name;
@@ -226,6 +216,9 @@ static void zc_cfg_check_unknown(void)
     }
 }
 
+/* Once per process (common is compiled once, into libascendcl, so this is the
+ * process's one table): parse the environment, set up the log, then warn
+ * about bad and unknown variables. */
 static void zc_cfg_init(void)
 {
     const char *bad[ZC_CFG_N];
@@ -244,9 +237,6 @@ static void zc_cfg_init(void)
     (void)zc_log_parse_level(zc_cfg.log_level, &level);
     (void)zc_log_parse_subsys(zc_cfg.log_subsys, &mask);
     int file_err = zc_log_setup(level, mask, zc_cfg.log_file);
-    if (!zccl_config_claim_warnings()) {
-        return; /* another library's copy of the table already spoke */
-    }
     if (file_err != 0) {
         ZC_WARN(ZC_SUB_INIT,
                 "environment ZCCL_LOG_FILE=\"%.64s\" cannot be opened (%s); logging "
