@@ -592,7 +592,7 @@ int zh_ctrl_barrier(zh_comm_t *c)
     return st;
 }
 
-/* Seqlock over my ranges/regions: peers read them only inside ops, while I
+/* Seqlock over my ranges/blocks: peers read them only inside ops, while I
  * change them only between ops, but the seqlock makes a torn read impossible
  * even for a misbehaving program. */
 void zh_table_begin(zh_comm_t *c)

@@ -30,7 +30,7 @@
  *  - post[seq & 1]: op seq's post line. Ops of a comm are numbered at issue
  *    (caller thread) and run one at a time in that order (hccl_op_task.c), so
  *    the two slots never hold ops that overlap.
- *  - ranges/regions: the owner's SetMemoryRange ranges and activated blocks,
+ *  - ranges/blocks: the owner's SetMemoryRange ranges and activated blocks,
  *    each with a generation; peers map a block into their shadow window of
  *    that range and re-map when the generation changes, so memory that was
  *    deactivated can never be read through a stale mapping.
@@ -56,7 +56,7 @@
 #define ZH_MAX_RANKS 64
 #define ZH_MAX_COMM_RANKS 1024
 #define ZH_MAX_RANGES 8
-#define ZH_MAX_REGIONS 256 /* per process: 512 MiB of 2 MiB segments */
+#define ZH_MAX_BLOCKS 256 /* per process: 512 MiB of 2 MiB segments */
 #define ZH_NAME_MAX 128
 
 /* One flag per cache line: value (futex word) and a count of sleepers so the
@@ -130,22 +130,29 @@ _Static_assert(offsetof(zh_post_t, value) == offsetof(zh_flag_t, value) &&
                    offsetof(zh_post_t, sleepers) == offsetof(zh_flag_t, sleepers),
                "a post slot starts like a flag");
 
+/* The state of an entry of the ranges and blocks tables (zh_entry_state_t,
+ * stored as uint32_t: the tables are read by peers from the control segment). */
+typedef enum {
+    ZH_ENTRY_FREE = 0, /* the slot holds nothing */
+    ZH_ENTRY_LIVE = 1, /* a range is set, a block is active */
+} zh_entry_state_t;
+
 typedef struct {
     uint32_t gen;   /* bumped at every set/unset; 0 = never used */
-    uint32_t state; /* 1 = set */
+    uint32_t state; /* zh_entry_state_t */
     uint64_t base;
     uint64_t size;
 } zh_range_t;
 
 typedef struct {
     uint32_t gen;   /* bumped at every activate/deactivate */
-    uint32_t state; /* 1 = active */
+    uint32_t state; /* zh_entry_state_t */
     uint32_t range; /* index into ranges */
     uint32_t pad;
     uint64_t va;
     uint64_t size;
     uint64_t token; /* broker token of the physical memory */
-} zh_region_t;
+} zh_block_t;
 
 /* Point-to-point channel with one peer, in my control segment. The send side
  * (post, chunk, sdesc) is about what I send to that peer; the receive side
@@ -185,7 +192,7 @@ typedef struct {
     zh_flag_t bar;
     zh_flag_t ctrl;
     zh_flag_t error;   /* non-zero: a HcclResult this rank failed with */
-    zh_flag_t table;   /* seqlock over ranges/regions (odd = being written) */
+    zh_flag_t table;   /* seqlock over ranges/blocks (odd = being written) */
     zh_flag_t closed;  /* 1 once the owner destroyed its communicator */
     zh_flag_t issued;  /* collectives my caller issued so far */
     zh_post_t post[2]; /* by seq & 1 */
@@ -194,7 +201,7 @@ typedef struct {
     uint64_t ccl_bytes;
     zh_desc_t desc[2]; /* by seq & 1 */
     zh_range_t ranges[ZH_MAX_RANGES];
-    zh_region_t regions[ZH_MAX_REGIONS];
+    zh_block_t blocks[ZH_MAX_BLOCKS];
     uint64_t p2p_token; /* staging buffer for buffered sends, 0 until created */
     uint64_t p2p_part;  /* bytes of it reserved for each peer */
     zh_p2p_t p2p[ZH_MAX_RANKS];
@@ -233,14 +240,14 @@ typedef struct {
     void *win[ZH_MAX_RANGES];
     uint32_t win_gen[ZH_MAX_RANGES];
     uint64_t win_size[ZH_MAX_RANGES];
-    /* which region generation is mapped in the window, by region index, and
+    /* which block generation is mapped in the window, by block index, and
      * where (so a stale mapping can be removed after the peer changed it) */
-    uint32_t map_gen[ZH_MAX_REGIONS];
-    uint32_t map_range[ZH_MAX_REGIONS];
-    uint64_t map_va[ZH_MAX_REGIONS];
-    uint64_t map_size[ZH_MAX_REGIONS];
-    uint32_t table_seen;  /* peer's table seqlock value last swept */
-    uint32_t last_region; /* region index the last translation hit */
+    uint32_t map_gen[ZH_MAX_BLOCKS];
+    uint32_t map_range[ZH_MAX_BLOCKS];
+    uint64_t map_va[ZH_MAX_BLOCKS];
+    uint64_t map_size[ZH_MAX_BLOCKS];
+    uint32_t table_seen; /* peer's table seqlock value last swept */
+    uint32_t last_block; /* block index the last translation hit */
 } zh_peer_t;
 
 /* The largest send or receive buffer of an op that may run whole on the

@@ -37,9 +37,9 @@
 typedef struct {
     pthread_mutex_t lock;
     zh_range_t ranges[ZH_MAX_RANGES];
-    zh_region_t regions[ZH_MAX_REGIONS];
-    aclrtDrvMemHandle handle[ZH_MAX_REGIONS];
-    uint16_t sorted[ZH_MAX_REGIONS]; /* active block indices by address */
+    zh_block_t blocks[ZH_MAX_BLOCKS];
+    aclrtDrvMemHandle handle[ZH_MAX_BLOCKS];
+    uint16_t sorted[ZH_MAX_BLOCKS]; /* active block indices by address */
     int nsorted;
     _Atomic uint64_t sorted_gen;       /* bumped whenever sorted[] changes */
     zh_comm_t *comms[ZH_PM_MAX_COMMS]; /* attached communicators */
@@ -95,7 +95,7 @@ static void zh_pm_publish(void)
         pthread_mutex_lock(&c->lock);
         zh_table_begin(c);
         memcpy(c->ctrl->ranges, zh_pm.ranges, sizeof(zh_pm.ranges));
-        memcpy(c->ctrl->regions, zh_pm.regions, sizeof(zh_pm.regions));
+        memcpy(c->ctrl->blocks, zh_pm.blocks, sizeof(zh_pm.blocks));
         zh_table_end(c);
         pthread_mutex_unlock(&c->lock);
     }
@@ -104,12 +104,12 @@ static void zh_pm_publish(void)
 static void zh_pm_sort(void)
 {
     int n = 0;
-    for (int k = 0; k < ZH_MAX_REGIONS; k++) {
-        if (zh_pm.regions[k].state != 1) {
+    for (int k = 0; k < ZH_MAX_BLOCKS; k++) {
+        if (zh_pm.blocks[k].state != ZH_ENTRY_LIVE) {
             continue;
         }
         int j = n++;
-        while (j > 0 && zh_pm.regions[zh_pm.sorted[j - 1]].va > zh_pm.regions[k].va) {
+        while (j > 0 && zh_pm.blocks[zh_pm.sorted[j - 1]].va > zh_pm.blocks[k].va) {
             zh_pm.sorted[j] = zh_pm.sorted[j - 1];
             j--;
         }
@@ -129,7 +129,7 @@ static int zh_pm_allow(zh_comm_t *c, int k)
             pids[n++] = c->peers[r].pid;
         }
     }
-    return n == 0 ? ZC_OK : zccl_broker_allow(zh_pm.regions[k].token, pids, n);
+    return n == 0 ? ZC_OK : zccl_broker_allow(zh_pm.blocks[k].token, pids, n);
 }
 
 int zh_mem_attach(zh_comm_t *c)
@@ -140,8 +140,8 @@ int zh_mem_attach(zh_comm_t *c)
     if (zh_pm.ncomms == ZH_PM_MAX_COMMS) {
         st = ZC_ERR_OVERLIMIT;
     }
-    for (int k = 0; k < ZH_MAX_REGIONS && st == ZC_OK; k++) {
-        if (zh_pm.regions[k].state == 1) {
+    for (int k = 0; k < ZH_MAX_BLOCKS && st == ZC_OK; k++) {
+        if (zh_pm.blocks[k].state == ZH_ENTRY_LIVE) {
             st = zh_pm_allow(c, k);
         }
     }
@@ -150,7 +150,7 @@ int zh_mem_attach(zh_comm_t *c)
         c->mem_attached = 1;
         zh_table_begin(c);
         memcpy(c->ctrl->ranges, zh_pm.ranges, sizeof(zh_pm.ranges));
-        memcpy(c->ctrl->regions, zh_pm.regions, sizeof(zh_pm.regions));
+        memcpy(c->ctrl->blocks, zh_pm.blocks, sizeof(zh_pm.blocks));
         zh_table_end(c);
     }
     pthread_mutex_unlock(&zh_pm.lock);
@@ -167,15 +167,15 @@ void zh_mem_detach(zh_comm_t *c)
         }
     }
     if (zh_pm.ncomms == 0) {
-        for (int k = 0; k < ZH_MAX_REGIONS; k++) {
-            if (zh_pm.regions[k].token != 0) {
-                (void)zccl_broker_withdraw(zh_pm.regions[k].token);
+        for (int k = 0; k < ZH_MAX_BLOCKS; k++) {
+            if (zh_pm.blocks[k].token != 0) {
+                (void)zccl_broker_withdraw(zh_pm.blocks[k].token);
             }
-            zh_pm.regions[k].token = 0;
-            zh_pm.regions[k].state = 0;
+            zh_pm.blocks[k].token = 0;
+            zh_pm.blocks[k].state = ZH_ENTRY_FREE;
         }
         for (int i = 0; i < ZH_MAX_RANGES; i++) {
-            zh_pm.ranges[i].state = 0;
+            zh_pm.ranges[i].state = ZH_ENTRY_FREE;
         }
         zh_pm.nsorted = 0;
         atomic_fetch_add_explicit(&zh_pm.sorted_gen, 1, memory_order_release);
@@ -228,13 +228,13 @@ int zh_mem_set_range(zh_comm_t *c, void *base, size_t size, size_t align, uint64
     int slot = -1;
     for (int i = 0; i < ZH_MAX_RANGES; i++) {
         zh_range_t *r = &zh_pm.ranges[i];
-        if (r->state == 1 && zh_overlap(b, size, r->base, r->size)) {
+        if (r->state == ZH_ENTRY_LIVE && zh_overlap(b, size, r->base, r->size)) {
             ZC_WARN(ZC_SUB_ZCOPY, "rank %d: range [%p, +%zu) overlaps range [0x%llx, +%llu)",
                     c->rank, base, size, (unsigned long long)r->base, (unsigned long long)r->size);
             pthread_mutex_unlock(&zh_pm.lock);
             return ZC_ERR_INVAL;
         }
-        if (r->state == 0 && slot < 0) {
+        if (r->state == ZH_ENTRY_FREE && slot < 0) {
             slot = i;
         }
     }
@@ -248,7 +248,7 @@ int zh_mem_set_range(zh_comm_t *c, void *base, size_t size, size_t align, uint64
     r->base = b;
     r->size = size;
     r->gen++;
-    r->state = 1;
+    r->state = ZH_ENTRY_LIVE;
     zh_pm_publish();
     pthread_mutex_unlock(&zh_pm.lock);
     pthread_mutex_lock(&c->lock);
@@ -277,19 +277,19 @@ int zh_mem_unset_range(zh_comm_t *c, void *base)
     pthread_mutex_lock(&zh_pm.lock);
     for (int i = 0; i < ZH_MAX_RANGES; i++) {
         zh_range_t *r = &zh_pm.ranges[i];
-        if (r->state != 1 || r->base != b) {
+        if (r->state != ZH_ENTRY_LIVE || r->base != b) {
             continue;
         }
-        for (int k = 0; k < ZH_MAX_REGIONS; k++) {
-            zh_region_t *g = &zh_pm.regions[k];
-            if (g->state == 1 && g->range == (uint32_t)i) {
+        for (int k = 0; k < ZH_MAX_BLOCKS; k++) {
+            zh_block_t *g = &zh_pm.blocks[k];
+            if (g->state == ZH_ENTRY_LIVE && g->range == (uint32_t)i) {
                 ZC_WARN(ZC_SUB_ZCOPY, "rank %d: UnsetMemoryRange(%p): block %p is still active",
                         c->rank, base, (void *)(uintptr_t)g->va);
                 pthread_mutex_unlock(&zh_pm.lock);
                 return ZC_ERR_INVAL;
             }
         }
-        r->state = 0;
+        r->state = ZH_ENTRY_FREE;
         r->gen++;
         zh_pm_publish();
         pthread_mutex_unlock(&zh_pm.lock);
@@ -351,7 +351,7 @@ static int zh_mem_block_slot(zh_comm_t *c, uint64_t v, size_t size, int *range, 
     *slot = -1;
     for (int i = 0; i < ZH_MAX_RANGES; i++) {
         zh_range_t *r = &zh_pm.ranges[i];
-        if (r->state == 1 && zh_inside(v, size, r->base, r->size)) {
+        if (r->state == ZH_ENTRY_LIVE && zh_inside(v, size, r->base, r->size)) {
             *range = i;
         }
     }
@@ -360,9 +360,9 @@ static int zh_mem_block_slot(zh_comm_t *c, uint64_t v, size_t size, int *range, 
                 c->rank, (void *)(uintptr_t)v, size);
         return ZC_ERR_INVAL;
     }
-    for (int k = 0; k < ZH_MAX_REGIONS; k++) {
-        zh_region_t *g = &zh_pm.regions[k];
-        if (g->state == 1 && zh_overlap(v, size, g->va, g->size)) {
+    for (int k = 0; k < ZH_MAX_BLOCKS; k++) {
+        zh_block_t *g = &zh_pm.blocks[k];
+        if (g->state == ZH_ENTRY_LIVE && zh_overlap(v, size, g->va, g->size)) {
             ZC_WARN(ZC_SUB_ZCOPY,
                     "rank %d: ActivateCommMemory: [%p, +%zu) overlaps active "
                     "block [0x%llx, +%llu)",
@@ -370,13 +370,13 @@ static int zh_mem_block_slot(zh_comm_t *c, uint64_t v, size_t size, int *range, 
                     (unsigned long long)g->size);
             return ZC_ERR_INVAL;
         }
-        if (g->state == 0 && *slot < 0) {
+        if (g->state == ZH_ENTRY_FREE && *slot < 0) {
             *slot = k;
         }
     }
     if (*slot < 0) {
         ZC_WARN(ZC_SUB_ZCOPY, "rank %d: more than %d active blocks in one process", c->rank,
-                ZH_MAX_REGIONS);
+                ZH_MAX_BLOCKS);
         return ZC_ERR_OVERLIMIT;
     }
     return ZC_OK;
@@ -402,7 +402,7 @@ int zh_mem_activate(zh_comm_t *c, void *va, size_t size, size_t offset, void *ha
     int slot = -1;
     st = zh_mem_block_slot(c, v, size, &range, &slot);
     if (st == ZC_OK) {
-        zh_region_t *g = &zh_pm.regions[slot];
+        zh_block_t *g = &zh_pm.blocks[slot];
         g->va = v;
         g->size = size;
         g->token = 0;
@@ -422,7 +422,7 @@ int zh_mem_activate(zh_comm_t *c, void *va, size_t size, size_t offset, void *ha
         }
         if (st == ZC_OK) {
             g->gen++;
-            g->state = 1;
+            g->state = ZH_ENTRY_LIVE;
             zh_pm_sort();
             zh_pm_publish();
         } else if (g->token != 0) {
@@ -438,12 +438,12 @@ int zh_mem_deactivate(zh_comm_t *c, void *va)
 {
     uint64_t v = (uint64_t)(uintptr_t)va;
     pthread_mutex_lock(&zh_pm.lock);
-    for (int k = 0; k < ZH_MAX_REGIONS; k++) {
-        zh_region_t *g = &zh_pm.regions[k];
-        if (g->state != 1 || g->va != v) {
+    for (int k = 0; k < ZH_MAX_BLOCKS; k++) {
+        zh_block_t *g = &zh_pm.blocks[k];
+        if (g->state != ZH_ENTRY_LIVE || g->va != v) {
             continue;
         }
-        g->state = 0;
+        g->state = ZH_ENTRY_FREE;
         g->gen++;
         if (g->token != 0) {
             (void)zccl_broker_withdraw(g->token);
@@ -469,7 +469,7 @@ static int zh_pm_search(uint64_t va)
     int found = -1;
     while (lo <= hi) {
         int mid = lo + (hi - lo) / 2;
-        if (zh_pm.regions[zh_pm.sorted[mid]].va <= va) {
+        if (zh_pm.blocks[zh_pm.sorted[mid]].va <= va) {
             found = mid;
             lo = mid + 1;
         } else {
@@ -510,7 +510,7 @@ int zh_mem_local_covers(zh_comm_t *c, uint64_t va, uint64_t bytes)
     int i = zh_pm_search(va);
     if (i >= 0) {
         /* Walk adjacent blocks of one range until the extent is covered. */
-        const zh_region_t *g = &zh_pm.regions[zh_pm.sorted[i]];
+        const zh_block_t *g = &zh_pm.blocks[zh_pm.sorted[i]];
         uint32_t range = g->range;
         uint64_t lo = g->va;
         uint64_t cur = va;
@@ -524,7 +524,7 @@ int zh_mem_local_covers(zh_comm_t *c, uint64_t va, uint64_t bytes)
             if (++i == zh_pm.nsorted) {
                 break;
             }
-            g = &zh_pm.regions[zh_pm.sorted[i]];
+            g = &zh_pm.blocks[zh_pm.sorted[i]];
         }
     }
     pthread_mutex_unlock(&zh_pm.lock);
@@ -537,7 +537,8 @@ int zh_mem_range_covers(const void *va, size_t size)
     pthread_mutex_lock(&zh_pm.lock);
     for (int i = 0; i < ZH_MAX_RANGES; i++) {
         const zh_range_t *r = &zh_pm.ranges[i];
-        found |= r->state == 1 && zh_inside((uint64_t)(uintptr_t)va, size, r->base, r->size);
+        found |=
+            r->state == ZH_ENTRY_LIVE && zh_inside((uint64_t)(uintptr_t)va, size, r->base, r->size);
     }
     pthread_mutex_unlock(&zh_pm.lock);
     return found;
@@ -550,7 +551,7 @@ int zh_mem_block_find(const void *ptr, void **va, size_t *size, aclrtDrvMemHandl
     int i = zh_pm_search((uint64_t)(uintptr_t)ptr);
     if (i >= 0) {
         int k = zh_pm.sorted[i];
-        const zh_region_t *g = &zh_pm.regions[k];
+        const zh_block_t *g = &zh_pm.blocks[k];
         if ((uint64_t)(uintptr_t)ptr - g->va < g->size) {
             *va = (void *)(uintptr_t)g->va;
             *size = g->size;

@@ -65,7 +65,7 @@ static void *zh_mem_reserve_window(const zh_comm_t *c, int q, int i, uint64_t si
         return NULL;
     }
     const zh_range_t *own = &c->ctrl->ranges[i];
-    uint64_t anchor = own->state == 1 ? own->base : 0;
+    uint64_t anchor = own->state == ZH_ENTRY_LIVE ? own->base : 0;
     uint64_t slot = (uint64_t)((q - c->rank + c->nranks) % c->nranks);
     uint64_t color = ((slot - 1) % (ZH_WIN_COLORS - 1) + 1) * ZH_WIN_COLOR_ODD * ZH_WIN_COLOR_STEP;
     uint64_t lead = (anchor + color - (uintptr_t)w) % ZH_WIN_COLOR_SPAN;
@@ -87,7 +87,7 @@ static void zh_mem_unmap_in_window(void *addr, uint64_t size)
 }
 
 /* Copy a peer's tables consistently (seqlock read). */
-static void zh_mem_read_table(const zh_ctrl_t *pc, zh_range_t *ranges, zh_region_t *regions,
+static void zh_mem_read_table(const zh_ctrl_t *pc, zh_range_t *ranges, zh_block_t *blocks,
                               uint32_t *version)
 {
     for (;;) {
@@ -96,7 +96,7 @@ static void zh_mem_read_table(const zh_ctrl_t *pc, zh_range_t *ranges, zh_region
             continue;
         }
         memcpy(ranges, pc->ranges, sizeof(pc->ranges));
-        memcpy(regions, pc->regions, sizeof(pc->regions));
+        memcpy(blocks, pc->blocks, sizeof(pc->blocks));
         if (atomic_load_explicit(&pc->table.value, memory_order_seq_cst) == v1) {
             *version = v1;
             return;
@@ -114,17 +114,17 @@ static void zh_mem_sweep_peer(zh_comm_t *c, int q)
         return;
     }
     zh_range_t ranges[ZH_MAX_RANGES];
-    zh_region_t regions[ZH_MAX_REGIONS];
+    zh_block_t blocks[ZH_MAX_BLOCKS];
     uint32_t version = 0;
-    zh_mem_read_table(p->ctrl, ranges, regions, &version);
+    zh_mem_read_table(p->ctrl, ranges, blocks, &version);
     /* Drop mappings of blocks that changed, then windows of ranges that did. */
-    for (int k = 0; k < ZH_MAX_REGIONS; k++) {
+    for (int k = 0; k < ZH_MAX_BLOCKS; k++) {
         if (p->map_gen[k] == 0) {
             continue;
         }
         uint32_t ri = p->map_range[k];
-        int stale = regions[k].state != 1 || regions[k].gen != p->map_gen[k] ||
-                    p->win_gen[ri] != ranges[ri].gen || ranges[ri].state != 1;
+        int stale = blocks[k].state != ZH_ENTRY_LIVE || blocks[k].gen != p->map_gen[k] ||
+                    p->win_gen[ri] != ranges[ri].gen || ranges[ri].state != ZH_ENTRY_LIVE;
         if (stale) {
             if (p->win[ri] != NULL && p->win_gen[ri] == ranges[ri].gen) {
                 zh_mem_unmap_in_window((char *)p->win[ri] + (p->map_va[k] - ranges[ri].base),
@@ -134,7 +134,7 @@ static void zh_mem_sweep_peer(zh_comm_t *c, int q)
         }
     }
     for (int i = 0; i < ZH_MAX_RANGES; i++) {
-        int want = ranges[i].state == 1;
+        int want = ranges[i].state == ZH_ENTRY_LIVE;
         if (p->win[i] != NULL && (!want || p->win_gen[i] != ranges[i].gen)) {
             munmap(p->win[i], p->win_size[i]);
             p->win[i] = NULL;
@@ -169,13 +169,13 @@ void zh_mem_sweep_peers(zh_comm_t *c)
 /* The peer's active block holding address a, trying hint first; -1 if none. */
 static int zh_mem_peer_block(const zh_ctrl_t *pc, uint64_t a, int hint)
 {
-    if (hint >= 0 && hint < ZH_MAX_REGIONS && pc->regions[hint].state == 1 &&
-        a - pc->regions[hint].va < pc->regions[hint].size && a >= pc->regions[hint].va) {
+    if (hint >= 0 && hint < ZH_MAX_BLOCKS && pc->blocks[hint].state == ZH_ENTRY_LIVE &&
+        a - pc->blocks[hint].va < pc->blocks[hint].size && a >= pc->blocks[hint].va) {
         return hint;
     }
-    for (int k = 0; k < ZH_MAX_REGIONS; k++) {
-        const zh_region_t *g = &pc->regions[k];
-        if (g->state == 1 && a >= g->va && a - g->va < g->size) {
+    for (int k = 0; k < ZH_MAX_BLOCKS; k++) {
+        const zh_block_t *g = &pc->blocks[k];
+        if (g->state == ZH_ENTRY_LIVE && a >= g->va && a - g->va < g->size) {
             return k;
         }
     }
@@ -183,7 +183,7 @@ static int zh_mem_peer_block(const zh_ctrl_t *pc, uint64_t a, int hint)
 }
 
 /* Map peer block k into its window (if not mapped at this generation). */
-static int zh_mem_map_block(zh_comm_t *c, int q, int k, const zh_region_t *g, char *win,
+static int zh_mem_map_block(zh_comm_t *c, int q, int k, const zh_block_t *g, char *win,
                             uint64_t base)
 {
     zh_peer_t *p = &c->peers[q];
@@ -217,11 +217,11 @@ static int zh_mem_translate_locked(zh_comm_t *c, int q, uint64_t va, uint64_t by
 {
     zh_peer_t *p = &c->peers[q];
     const zh_ctrl_t *pc = p->ctrl;
-    int k = zh_mem_peer_block(pc, va, (int)p->last_region);
+    int k = zh_mem_peer_block(pc, va, (int)p->last_block);
     if (k < 0 || bytes > UINT64_MAX - va) {
         return ZC_ERR_NOT_FOUND;
     }
-    zh_region_t g = pc->regions[k];
+    zh_block_t g = pc->blocks[k];
     uint32_t ri = g.range;
     zh_range_t r = pc->ranges[ri];
     if (!zh_win_inside(va, bytes, r.base, r.size)) {
@@ -231,7 +231,7 @@ static int zh_mem_translate_locked(zh_comm_t *c, int q, uint64_t va, uint64_t by
         return ZC_ERR_INTERNAL;
     }
     char *win = p->win[ri];
-    p->last_region = (uint32_t)k;
+    p->last_block = (uint32_t)k;
     uint64_t end = va + bytes;
     for (;;) {
         int st = zh_mem_map_block(c, q, k, &g, win, r.base);
@@ -243,10 +243,10 @@ static int zh_mem_translate_locked(zh_comm_t *c, int q, uint64_t va, uint64_t by
             break;
         }
         k = zh_mem_peer_block(pc, next, k + 1);
-        if (k < 0 || pc->regions[k].range != ri) {
+        if (k < 0 || pc->blocks[k].range != ri) {
             return ZC_ERR_NOT_FOUND;
         }
-        g = pc->regions[k];
+        g = pc->blocks[k];
     }
     *out = win + (va - r.base);
     return ZC_OK;
