@@ -30,16 +30,16 @@
  * its time column is its best round. After three rounds, variants whose
  * best round is slower than 1.25 x the fastest best round are no longer
  * timed (BENCH_REF_PRUNE).
- * (The best round of any variant, as before, took the minimum of variants x
- * rounds samples against zccl's rounds: on a loaded machine that alone
- * favoured the reference by the spread of the noise.)
+ * (Not the best round of any variant: that is the minimum of variants x
+ * rounds samples against zccl's rounds, and on a loaded machine that alone
+ * favours the reference by the spread of the noise.)
  *
  * %ref pairs rounds: each round runs zccl's batch and the variants' batches
  * next to each other (in turn first, the leading variant always adjacent to
  * zccl's batch), and %ref is the median over the rounds of that round's
  * reference time / zccl time, taken for each order apart and averaged
- * (bench_ref_pair). The shared machine's memory bandwidth drifts by up to 2x
- * within seconds, so the best round of one side and the best round of the
+ * (bench_ref_pair). The shared machine's memory bandwidth drifts within
+ * seconds, so the best round of one side and the best round of the
  * other could come from different states of the machine; a pair shares one.
  * In reuse mode every timed batch, zccl's and each variant's, starts after
  * one untimed op of its own (bench_warm), so none pays to refill the cache
@@ -65,8 +65,7 @@
  * The host probe (bench_ref_probe_ns): 256 of the barriers above, timed at
  * the start of every round; the row keeps the rounds' median and maximum.
  * At np 2 that is a line's round trip between the two ranks' cores, and the
- * host decides what it is: 56-545 ns from one run of a probe to the next
- * on the project's VM.
+ * host decides what it is: it varies from one probe to the next.
  * Pruning (documented so it can be revisited): streaming stores are not
  * tried under 64 KiB (they push to DRAM what the next op reads from cache),
  * nor a reduction's own-output form past 4 MiB (every rank reads all inputs)
@@ -119,8 +118,8 @@ static unsigned char *bench_ref_slot(const bench_ref_t *r, int q, uint64_t epoch
  * q's region starts 37 x 2 MiB x ((q - me) mod n) above my own modulo
  * 256 MiB, so no two ranks' buffers at the same offset agree in address
  * bits 12-27, which AMD's L1 way predictor hashes. Left to the kernel, the
- * regions sat a region's size apart, and zccl's push AllGather beat this
- * one by 10-20 % at np 4 on 2 MiB reused. */
+ * regions sit a region's size apart, where they can agree in those bits,
+ * and the reference would lose to zccl by placement, not by its kernel. */
 #define BENCH_REF_COLOR_SPAN ((uintptr_t)1 << 28)
 #define BENCH_REF_COLOR_STEP ((uintptr_t)37 << 21)
 
@@ -253,7 +252,8 @@ static void bench_ref_barrier(bench_ctx_t *ctx)
     }
 }
 
-/* Barriers per probe: about 40 us at np 2, so every round can afford one. */
+/* Barriers per probe: a mean over many round trips, and short enough that
+ * every round can afford one. */
 #define BENCH_REF_PROBE_BARRIERS 256
 
 double bench_ref_probe_ns(bench_ctx_t *ctx)
@@ -510,9 +510,8 @@ void bench_ref_check_row(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t
  * batch first and the reference right after it, odd rounds the other way
  * round (bench_measure), and whichever runs second may inherit a cost of the
  * first (the cache, the scheduler's placement). One median over all rounds
- * came from the order that had more rounds (8 of 15), so a cost of order
- * showed as a bias: np 4 AllGather 1 MiB reused, reference / zccl in %,
- * even 92 103 129 106 100 158 112 107, odd 98 100 101 96 95 93 94.
+ * would come from the order that has more rounds (with an odd --repeat),
+ * so a cost of order would show as a bias.
  */
 void bench_ref_pair(const bench_ctx_t *ctx, const double *zccl_us, int rounds, bench_row_t *row)
 {

@@ -126,9 +126,9 @@ static double bench_mpi_batch(bench_ctx_t *ctx, const bench_ring_t *ring, int it
     return bench_allmax(bench_now() - t0);
 }
 
-/* Fewest ops of a budget-cut batch. Three ops of 256 MiB are 60-90 ms of
- * zccl and near a second of MPI: more would buy no precision, only fewer
- * rounds in the same time (the rounds are what the paired %ref needs). */
+/* Fewest ops of a budget-cut batch. At the largest sizes three ops already
+ * last long enough to time: more would buy no precision, only fewer rounds
+ * in the same time (the rounds are what the paired %ref needs). */
 #define BENCH_MIN_ITERS 3
 
 /*
@@ -163,15 +163,12 @@ int bench_calibrate(bench_ctx_t *ctx, const bench_ring_t *ring, bench_batch_fn b
  * Reuse mode measures each side in its steady state, its data cached as far
  * as it fits. But zccl's batch, the reference's variants (their own memfd
  * regions) and MPI's (its own internal buffers) follow one another, and the
- * batch that comes after another side's found the cache holding that side's
- * data: it paid the refill inside its timing. zccl ran after the reference in
- * odd rounds and the reference after zccl in even ones, so with an odd
- * --repeat the median %ref came from the rounds where the reference paid:
- * np 2 AllReduce 4 MiB reused, rounds of one run, reference / zccl in %:
- * even 99 143 96 132 99 110 55 120, odd 85 96 87 101 92 61 91 (a refill of
- * 16-32 MiB is 1-3 ms of a 15 ms batch). One untimed op first puts every
- * side's data back. Ops past the last-level cache keep nothing cached, and
- * cold mode is cold by design: neither gets the extra op.
+ * batch that comes after another side's finds the cache holding that side's
+ * data: it would pay the refill inside its timing, and as zccl runs after the
+ * reference in odd rounds and the reference after zccl in even ones, %ref
+ * would lean to whichever order has more rounds. One untimed op first puts
+ * every side's data back. Ops past the last-level cache keep nothing cached,
+ * and cold mode is cold by design: neither gets the extra op.
  */
 void bench_warm(bench_ctx_t *ctx, const bench_ring_t *ring, bench_batch_fn batch)
 {
@@ -286,8 +283,8 @@ static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
     uint64_t kind0[2] = {zccl_comm_store_kind_ops(ctx->comm, 0),
                          zccl_comm_store_kind_ops(ctx->comm, 1)};
     for (int rep = 0; rep < ctx->a.repeat; rep++) {
-        /* The host's state this round (its cache-to-cache latency can move
-           2-4x within seconds): a reader can tell a slow row from a slow host. */
+        /* The host's state this round (its cache-to-cache latency moves
+           within seconds): a reader can tell a slow row from a slow host. */
         probe[rep] = bench_ref_probe_ns(ctx);
         row->probe_max_ns = probe[rep] > row->probe_max_ns ? probe[rep] : row->probe_max_ns;
         if (rep % 2) {
@@ -295,8 +292,8 @@ static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
         }
         /* Read before the warm-up op: the probe walks every mapping's page
            tables, which must not stand between the warm-up and the batch.
-           Only in the round that reports it: a walk takes 10-40 ms and
-           evicts cached data ahead of zccl's batches alone. */
+           Only in the round that reports it: a walk takes long and evicts
+           cached data ahead of zccl's batches alone. */
         long rss0[2] = {0, 0};
         if (rep == 0) {
             rss0[0] = bench_probe_rss_kb(&rss0[1]);

@@ -7,20 +7,19 @@
  *    own out[r] slot q for every q, starting at q = r so the ranks spread
  *    their first reads over different sources. Only rank r writes out[r],
  *    and the writes stay in the cache hierarchy of the rank that will use
- *    the result (at 256 KiB reused, np 2: 8.6-9.1 us against push's 10-11).
+ *    the result.
  *  - push, from 512 KiB: rank r copies in[r] into slot r of every out[q],
  *    32 KiB to every output before the next, so in[r] is read from memory
- *    once: (n + 1) x S bytes of traffic per rank against pull's 2n x S.
- *    With buffers out of the cache that is up to 30 % faster from 512 KiB
- *    to 4 MiB at np 2 (docs/NOTES.md). Only rank r writes slot r of any
- *    output; the caller's exit barrier orders the writes before any rank
- *    returns.
+ *    once: (n + 1) x S bytes of traffic per rank against pull's 2n x S,
+ *    which counts with buffers out of the cache (docs/NOTES.md). Only rank
+ *    r writes slot r of any output; the caller's exit barrier orders the
+ *    writes before any rank returns.
  *  - pull again from 1 MiB when every rank asked to (a->pull): each rank's
  *    post says whether its history expects its output cached and the size
  *    is at least 1 MiB (coll_allgather_pull_fits, called by
- *    hccl_op_post.c). Reused at np 2, pulling ran at 96-100 % of the
- *    reference's pull at 1-4 MiB, pushing at 90-97 %; at np 4 on 2 cores
- *    pulling was steadier (docs/NOTES.md).
+ *    hccl_op_post.c). With the outputs cached, the traffic push saves
+ *    costs little, and pull keeps every rank's writes in its own cache
+ *    (docs/NOTES.md).
  * Every rank makes the same choice: it depends on the size and the posts,
  * which every rank reads alike (a pulling rank beside a pushing one would
  * leave slots unwritten).

@@ -104,13 +104,10 @@ int coll_use_nt(const coll_args_t *a, size_t msg_bytes);
  * writes out_bytes? Yes once the op's data over all ranks, (in + out) x
  * nranks, reaches 2 x tune->nt_min, the whole last-level cache by default:
  * from there it no longer fits beside everything else, and a cached store
- * would cost a read-for-ownership plus a write-back of every line. On the
- * project's 32 MiB-LLC machine, reused, np 2 AllReduce 8 MiB and np 4
- * AllReduce 4 MiB (32 MiB of data) ran at 64-91 % and 70-90 % of the
- * reference when left to the trial, 95-99 % and 95-98 % streaming (four
- * runs each, one session). When W was half the cache, D = W stayed cached
- * (np 2 AllReduce 4 MiB, 16 MiB of data: 223 us cached against 425-455).
- * Below 2 W a trial may still keep an op cached (coll_nt_choose).
+ * would cost a read-for-ownership plus a write-back of every line. A
+ * smaller threshold would stream ops whose data still fits the cache. Below
+ * 2 W (W = 2 x tune->nt_min) a trial may still keep an op cached
+ * (coll_nt_choose).
  */
 int coll_use_nt_op(const coll_args_t *a, size_t in_bytes, size_t out_bytes);
 

@@ -4,23 +4,21 @@
  *
  * A cached store first reads its line for ownership. When the output is in
  * the cache that read is free, and the written result stays there for
- * whoever reads it next: cached stores win (by about a third at 1 MiB reused
- * on the project's 32 MiB-LLC machine). When it is not, every line is read
- * from DRAM before it is overwritten, and streaming stores, which skip that
- * read, win by 2x and more. So the question is whether the output is still
+ * whoever reads it next: cached stores win. When it is not, every line is
+ * read from DRAM before it is overwritten, and streaming stores, which
+ * skip that read, win. So the question is whether the output is still
  * cached, and the size alone does not say: a program that reuses its
  * buffers finds a 1 MiB op's data cached, one that cycles through many
  * buffers does not.
  *
- * The model: the last-level cache keeps about the last W = 2 x tune->nt_min
- * bytes of op data (inputs + outputs of every rank, all on this host's
- * caches). W is the whole last-level cache: unless ZCCL_NT_MIN sets it,
- * nt_min is half the cache the kernel reports (coll_nt_min_for_llc), 16 MiB
- * on the project's 32 MiB machine, where a W of 16 MiB streamed np 4
- * AllGather 4 MiB reused (20 MiB of data) at 2.5x its cached time.
- * Each communicator keeps the ranges of its recent large direct ops
- * (coll_reuse_t) on a clock counting those bytes, and an op of D bytes of
- * data streams when
+ * The model: the last-level cache keeps about the last W = 2 x
+ * tune->nt_min bytes of op data (inputs + outputs of every rank, all on
+ * this host's caches). W is the whole last-level cache: unless ZCCL_NT_MIN
+ * sets it, nt_min is half the cache the kernel reports
+ * (coll_nt_min_for_llc). A smaller W would stream ops whose data still
+ * fits the cache. Each communicator keeps the ranges of its recent large
+ * direct ops (coll_reuse_t) on a clock counting those bytes, and an op of
+ * D bytes of data streams when
  *  - D >= W: it cannot stay cached whatever came before (the size rule,
  *    coll_use_nt_op), or
  *  - its output range (this rank's) was last touched by an op that ended
@@ -35,17 +33,16 @@
  * streams but D is under 2 W, a timed trial of both kinds decides instead
  * (see "The trial" below).
  *
- * The model replaced a learner that timed both kinds for every size and
- * kept the cheaper. Single timings misled it: the first op after a switch
- * pays for the cache state the other kind left, and one op slowed by
- * foreign traffic (another program, the benchmark's reference between
- * batches) flipped the choice for a thousand ops. An np 2 AllGather of
- * 2 MiB reused ran at half speed on one rank that had settled on streaming.
- * The trial keeps to the band where the model cannot know, times through
- * the exit barrier (alike on every rank), drops the first op of each run and
- * the first ops of a shape, and keeps the fastest of three. The model sees
- * no foreign traffic: memory a program touches between ops is not counted,
- * so an output it evicted looks cached until the history says otherwise.
+ * The model decides, not a timing of both kinds at every size: single
+ * timings mislead, as the first op after a switch pays for the cache state
+ * the other kind left, and one op slowed by foreign traffic (another
+ * program, the benchmark's reference between batches) would flip the
+ * choice for a thousand ops. The trial keeps to the band where the model
+ * cannot know, times through the exit barrier (alike on every rank), drops
+ * the first op of each run and the first ops of a shape, and keeps the
+ * fastest of three. The model sees no foreign traffic: memory a program
+ * touches between ops is not counted, so an output it evicted looks cached
+ * until the history says otherwise.
  */
 #include "coll_internal.h"
 
@@ -118,60 +115,43 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
 /*
  * The trial. From W/2 to just under W of data the model keeps an op
  * cached, and it is right only while the rest of the host leaves this
- * program most of the cache (at D = W, before the size rule streamed it, np
- * 4 AllReduce 4 MiB reused took 426 us cached against 921 streaming in one
- * run and 960 against 654 in another: other tenants of the host's cache, a
- * cyclic access just past the free capacity). So an op shape in that band,
- * which the model keeps cached, runs COLL_TRIAL_RUN ops of each kind after
- * its first COLL_TRIAL_SETTLE ops (the model's way: a program's first ops
- * pay page faults and a cold cache, and a trial there picked streaming for
- * np 2 AllReduce 4 MiB at 511 against 422 us, where cached runs 190): half
- * the cached ones, then the streaming ones, then the other cached half. The
+ * program most of the cache: the share left to it varies with the host's
+ * other tenants, and a cyclic access just past the free capacity misses on
+ * every line. So an op shape in that band, which the model keeps cached,
+ * runs COLL_TRIAL_RUN ops of each kind after its first COLL_TRIAL_SETTLE
+ * ops (the model's way: a program's first ops pay page faults and a cold
+ * cache, which a trial there would time instead of the kinds): half the
+ * cached ones, then the streaming ones, then the other cached half. The
  * first op of each run pays for the state the other kind left, and of the
  * others the fastest of each kind counts (one op slowed by foreign traffic
  * does not decide). Cached at both ends: a slow stretch of the host that
  * covers one end cannot make cached look slow alone, and a drift over the
- * trial weighs on both kinds. With the cached ops all first, a debug log of
- * np 2 AllGather 8 MiB reused had a trial find cached at 923 us against
- * streaming's 654, where the shape's three other trials in two sweeps found
- * 306-430 against 594-647, and that verdict streamed 54 % of the row's ops.
- * Streaming stays for the next COLL_TRIAL_EVERY ops of the shape only when
- * it was at least 1/COLL_TRIAL_MARGIN faster; then a new trial. From W to
- * just under 2 W the same trial runs with the roles swapped (the prior,
+ * trial weighs on both kinds. Streaming stays for the next
+ * COLL_TRIAL_EVERY ops of the shape only when it was at least
+ * 1/COLL_TRIAL_MARGIN faster; then a new trial. From W to just under 2 W
+ * the same trial runs with the roles swapped (the prior,
  * coll_trial_t.prior, is the model's kind: the settling ops run it, a
  * verdict keeps it unless the other kind wins by the margin, a tie of the
  * ranks' votes keeps it). The size rule streams there because on a host
  * whose other tenants hold part of the cache an op of W cannot stay
- * cached; on a quieter one it can: reused np 2 AllReduce 8 MiB (D = W)
- * ran at 95-99 % of the reference streaming in one session, and at 69-85 %
- * of a cached reference in a later one, where a trial from D = W (with
- * ZCCL_NT_MIN doubled) gave 94-116 %. The first
- * trial's verdict holds for COLL_TRIAL_FIRST ops only: a program's first
- * hundred ops still run slower cached (in debug logs of np 2 AllGather
- * 8 MiB in the benchmark, trials every 40 ops found cached at 801 us in the
- * first, against streaming's 774, and 420-680 in the six after, against
- * 730-760). So does a verdict that left the prior: the model's kind is
- * right most of the time, and a stretch of the host that covers a whole
- * trial (cached ops slowed more than streaming ones) should cost tens of
- * ops, not a thousand. In one benchmark run, np 2 AllReduce 4 MiB reused
- * and blocking (the kinds 19-35 % apart there) streamed 98.8 % of a row at
- * 76.6 % of the cached reference, where nine logged trials found cached
- * faster every time. Where the other kind keeps winning, every
- * COLL_TRIAL_FIRST + COLL_TRIAL_OPS ops run COLL_TRIAL_RUN ops of the
- * prior: 3 % of the time where it is 1.5x slower.
+ * cached; on a quieter one it can, and the trial finds which. The first
+ * trial's verdict holds for COLL_TRIAL_FIRST ops only: a program's early
+ * ops still run slower cached than its later ones, so the first trial can
+ * favour streaming wrongly. So does a verdict that left the prior: the
+ * model's kind is right most of the time, and a stretch of the host that
+ * covers a whole trial (cached ops slowed more than streaming ones) should
+ * cost tens of ops, not a thousand. Where the other kind keeps winning,
+ * every COLL_TRIAL_FIRST + COLL_TRIAL_OPS ops run COLL_TRIAL_RUN ops of
+ * the prior: 3 % of the time where it is 1.5x slower.
  *
  * A sample runs from the moment the last rank posted the op (a->start_ns,
  * from the posts' stamps), the same on every rank, to the end of this
- * rank's exit barrier (coll_nt_done). In debug logs of np 4 AllGather 4 MiB
- * on 2 cores the four ranks' figures then agree to 1-3 %. The margin is
- * wider than that: the trial's figures are a few ops early in a stretch,
- * and in debug logs of np 2 AllGather 8 MiB in the benchmark its cached
- * ops took 780-1,330 us where the same op forced cached ran 390-480 in the
- * timed batches. Timed from the rank's own choice instead (still the
- * start when the posts carry no stamp), a rank the scheduler ran late timed
- * little more than its own kernel: the figures spread up to 2x, and 3 of 4
- * ranks found streaming twice as fast where it ran at 60 % of the cached
- * reference. At np 2 the figures agreed to 1 % either way.
+ * rank's exit barrier (coll_nt_done), so the ranks' figures agree. Not
+ * from the rank's own choice (the start only when the posts carry no
+ * stamp): a rank the scheduler ran late would time little more than its
+ * own kernel, and the ranks' figures, and so their votes, would spread.
+ * The margin is wider than the ranks' spread: a trial's figures are a few
+ * ops early in a stretch, slower than the same kind's in a long batch.
  *
  * Every rank publishes its verdict (verdict_out) and, at the first op after
  * the trial, takes the ranks' majority (verdict_in; a tie is cached), so

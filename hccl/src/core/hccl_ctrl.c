@@ -310,8 +310,8 @@ static int zh_peer_error(zh_comm_t *c, int *who)
 
 /* Wait until peer's flag (at flag_offset in its segment) reaches target.
  * *start (0: not yet) is when the wait of this barrier began, read from the
- * clock only once some wait goes on: a read costs 20-40 ns on a VM, more
- * than a wait that finds every flag set. */
+ * clock only once some wait goes on: a clock read (dearer still on a VM)
+ * costs more than a wait that finds every flag set. */
 static int zh_wait_one(zh_comm_t *c, int peer, size_t flag_offset, uint32_t target, uint64_t *start)
 {
     zh_peer_t *p = &c->peers[peer];

@@ -36,15 +36,15 @@ static int zh_win_inside(uint64_t a, uint64_t an, uint64_t b, uint64_t bn)
  * rank's buffer at the same offset at once, and on AMD Zen two lines whose
  * addresses agree in bits 12-27 cannot both sit in one L1 set: its way
  * predictor tells lines apart by a hash of those bits (the "utag"). Left to
- * the kernel, a window landed next to the caller's own reservation, a
- * multiple of 2 MiB away, where the peer's input matched this rank's output
- * in those bits: np 2 AllReduce of 1 MiB took 37-45 us against the
- * benchmark reference's 32-39, and 53-56 us when the buffers were 256 MiB
- * apart. So peer q's window for range i starts 37 x 2 MiB x slot (modulo
- * 256 MiB) from this rank's own range i, slot = 1..127 from q's distance to
- * this rank: still 2 MiB aligned (huge pages can map it), different for
- * every peer up to 127, and an odd step, so it lands on no small multiple
- * of 2 MiB, where user buffers of a range usually start (34-35 us then). */
+ * the kernel, a window lands next to the caller's own reservation, a
+ * multiple of 2 MiB away, where the peer's input can match this rank's
+ * output in those bits (and always does at a multiple of 256 MiB), and the
+ * two evict each other from L1. So peer q's window for range i starts
+ * 37 x 2 MiB x slot (modulo 256 MiB) from this rank's own range i, slot =
+ * 1..127 from q's distance to this rank: still 2 MiB aligned (huge pages
+ * can map it), different for every peer up to 127, and an odd step, so it
+ * lands on no small multiple of 2 MiB, where user buffers of a range
+ * usually start. */
 #define ZH_WIN_COLOR_SPAN ((uint64_t)1 << 28)
 #define ZH_WIN_COLOR_STEP ((uint64_t)2 << 20)
 #define ZH_WIN_COLORS (ZH_WIN_COLOR_SPAN / ZH_WIN_COLOR_STEP)
