@@ -11,7 +11,7 @@
  *  - push, from 512 KiB: rank r copies in[r] into slot r of every out[q],
  *    32 KiB to every output before the next, so in[r] is read from memory
  *    once: (n + 1) x S bytes of traffic per rank against pull's 2n x S,
- *    which counts with buffers out of the cache (docs/NOTES.md). Only rank
+ *    which counts with buffers out of the cache (docs/decisions/0009). Only rank
  *    r writes slot r of any output; the caller's exit barrier orders the
  *    writes before any rank returns.
  *  - pull again from 1 MiB when every rank asked to (a->pull): each rank's
@@ -19,7 +19,7 @@
  *    is at least 1 MiB (coll_allgather_pull_fits, called by
  *    hccl_op_post.c). With the outputs cached, the traffic push saves
  *    costs little, and pull keeps every rank's writes in its own cache
- *    (docs/NOTES.md).
+ *    (docs/decisions/0009).
  * Every rank makes the same choice: it depends on the size and the posts,
  * which every rank reads alike (a pulling rank beside a pushing one would
  * leave slots unwritten).
