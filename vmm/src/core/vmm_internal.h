@@ -121,30 +121,35 @@ aclError vmm_stream_drain_mine(const char *what);
 /** Wake every blocked event wait so it re-checks its stream and event (vmm_event.c). */
 void vmm_event_wake_all(void);
 
+/** Is fn one of the event tasks (record / reset / wait)? (vmm_event.c) */
+int vmm_event_is_task(zccl_task_fn fn);
+
 /** Drain and destroy every default stream (aclFinalize), or only dev's (dev >= 0). */
 void vmm_stream_drop_defaults(int dev);
 
-/* ---- graph capture (vmm_mdl.c) ------------------------------------------------------- */
+/* ---- graph capture hooks (vmm_stream_capture.c) ------------------------------------- */
 
-/* zccl_capture_count (vmm_ext.h): streams capturing now; the hooks below cost
- * one relaxed load of it while it is 0. */
+/* zccl_capture_count (vmm_ext.h) counts the streams capturing now; streams call
+ * these hooks only while it is non-zero, so they cost one relaxed load of it
+ * when no stream captures. Graph capture (vmm_mdl.c) supplies them. */
+typedef struct {
+    /** Is s capturing into a model? */
+    int (*on)(const vmm_stream_t *s);
+    /** If s is capturing, keep the task in its model (or refuse it) and return 1
+     *  with *rc the push's result (on an error the caller still owns arg); else 0. */
+    int (*push)(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *), aclError *rc);
+    /** s is being destroyed: a capture on it is invalidated. */
+    void (*gone)(const vmm_stream_t *s);
+} vmm_capture_hooks_t;
 
-/** Is s capturing into a model? */
-int vmm_mdl_capturing(const vmm_stream_t *s);
+/** Install the hooks every stream calls from then on (init, at load time). */
+void vmm_capture_install(const vmm_capture_hooks_t *hooks);
 
-/** If s is capturing, keep the task in its model (or refuse it) and return 1 with
- *  *rc the push's result (on an error the caller still owns arg); else 0. */
-int vmm_mdl_capture_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *),
-                         aclError *rc);
+/** Graph capture's hooks (vmm_mdl.c). */
+extern const vmm_capture_hooks_t vmm_mdl_capture_hooks;
 
-/** s is being destroyed: a capture on it is invalidated. */
-void vmm_mdl_stream_gone(const vmm_stream_t *s);
-
-/** Fork child: no capture survives (streams do not). */
+/** Fork child: no capture survives (streams do not). (vmm_mdl.c) */
 void vmm_mdl_atfork_child(void);
-
-/** Is fn one of the event tasks (record / reset / wait)? (vmm_event.c) */
-int vmm_event_is_task(zccl_task_fn fn);
 
 /* ---- profiling (vmm_prof.c) ---------------------------------------------------------- */
 

@@ -243,7 +243,7 @@ static aclError vmm_stream_destroy_api(aclrtStream stream, int force, const char
         ZC_WARN(ZC_SUB_STREAM, "%s: stream %p is not a live stream", what, stream);
         return ACL_ERROR_RT_INVALID_HANDLE;
     }
-    vmm_mdl_stream_gone(s);
+    vmm_capture_gone(s);
     vmm_stream_shutdown(s, force);
     vmm_stream_put(s);
     return ACL_SUCCESS;

@@ -70,7 +70,8 @@
  * vmm_stream_ring.c (the task ring: waits, reserve, publish), vmm_stream_worker.c
  * (the worker thread: start, run, stop), vmm_stream_task.c (libhccl's task interface: claims for
  * the caller-thread path, tracked pushes), vmm_stream_sync.c (synchronize and
- * query). This header is private to those files.
+ * query), vmm_stream_capture.c (the count of capturing streams and graph
+ * capture's hooks). This header is private to those files.
  */
 #ifndef VMM_STREAM_H
 #define VMM_STREAM_H
@@ -166,6 +167,13 @@ int vmm_stream_is_self(const vmm_stream_t *s);
  * published; the plain wait covers the rest. */
 void vmm_stream_help(vmm_stream_t *s, uint64_t target);
 int vmm_stream_running_any(void); /* this thread runs a task of some stream */
+
+/* vmm_stream_capture.c: graph capture's hooks, called only while
+ * zccl_capture_count is non-zero (vmm_capture_gone looks at it itself). */
+int vmm_capture_on(const vmm_stream_t *s);
+int vmm_capture_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *),
+                     aclError *rc);
+void vmm_capture_gone(const vmm_stream_t *s);
 
 /* vmm_stream_task.c */
 struct vmm_issuer *vmm_issuer_mine(void);

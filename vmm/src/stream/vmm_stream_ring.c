@@ -151,8 +151,7 @@ int vmm_stream_wait_done(vmm_stream_t *s, uint64_t target, uint64_t deadline_ns,
  * counts) and s is not closing. The one place this decision lives. */
 int vmm_stream_idle(vmm_stream_t *s)
 {
-    if (atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) != 0 &&
-        vmm_mdl_capturing(s)) {
+    if (atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) != 0 && vmm_capture_on(s)) {
         return 0; /* its work is recorded for replays, never run here */
     }
     return !atomic_load_explicit(&s->closing, memory_order_relaxed) &&
@@ -230,8 +229,8 @@ aclError vmm_stream_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dto
 {
     aclError captured;
     if (atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) != 0 &&
-        vmm_mdl_capture_push(s, fn, arg, dtor, &captured)) {
-        return captured; /* kept for aclmdlRI replays, not run (vmm_mdl.c) */
+        vmm_capture_push(s, fn, arg, dtor, &captured)) {
+        return captured; /* kept by graph capture for replays, not run */
     }
     uint64_t pos;
     int idle;

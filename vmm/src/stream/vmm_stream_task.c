@@ -103,8 +103,7 @@ void vmm_issuer_done(vmm_issuer_t *w)
 
 aclError vmm_stream_push_tracked(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *))
 {
-    if (atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) != 0 &&
-        vmm_mdl_capturing(s)) {
+    if (atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) != 0 && vmm_capture_on(s)) {
         /* Captured, not queued: it is pending only when a replay queues it. */
         return vmm_stream_push(s, fn, arg, dtor);
     }
