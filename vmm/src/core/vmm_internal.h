@@ -3,9 +3,11 @@
  *
  * Ownership: vmm_status.c (status mapping), vmm_device.c (device table,
  * per-thread current device, NUMA placement), vmm_mem.c (aclrtMalloc table),
- * vmm_stream*.c (stream workers and registry; vmm_stream.h), vmm_event.c (events),
- * vmm_init.c (aclInit/aclFinalize and the fork handlers). The VMM/IPC files
- * may use everything here read-only.
+ * vmm_stream*.c (stream workers and registry; vmm_stream.h; the graph capture
+ * hooks in vmm_stream_capture.c), vmm_event.c (events), vmm_mdl.c (graph
+ * capture), vmm_init.c (aclInit/aclFinalize, the fork handlers, and the
+ * registrations through which a lower file reaches a higher one). The
+ * VMM/IPC files may use everything here read-only.
  *
  * Status vocabulary: helpers that wrap system calls return zc_status_t and are
  * mapped at the API edge with vmm_status_to_acl(); stream and event helpers
@@ -59,6 +61,10 @@ zc_status_t vmm_numa_place(void *addr, size_t len, int numa);
 
 /** The calling thread's current device, or -1. */
 int vmm_device_current(void);
+
+/** Have fn(dev) run when the last use of device dev is reset (aclrtResetDevice[Force]),
+ *  before its peer pairs are forgotten. One function, registered at load time (init). */
+void vmm_device_on_reset(void (*fn)(int dev));
 
 /* ---- memory (vmm_mem.c) ------------------------------------------------------------ */
 
@@ -124,7 +130,8 @@ void vmm_event_wake_all(void);
 /** Is fn one of the event tasks (record / reset / wait)? (vmm_event.c) */
 int vmm_event_is_task(zccl_task_fn fn);
 
-/** Drain and destroy every default stream (aclFinalize), or only dev's (dev >= 0). */
+/** Drain and destroy every default stream (aclFinalize), or only dev's (dev >= 0: a
+ *  device reset, through vmm_device_on_reset). */
 void vmm_stream_drop_defaults(int dev);
 
 /* ---- graph capture hooks (vmm_stream_capture.c) ------------------------------------- */

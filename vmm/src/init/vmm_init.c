@@ -22,7 +22,8 @@
  *
  * Upward calls: a lower layer that must reach a higher one offers a
  * registration, and this file, above them all, fills each when the library
- * is loaded, before any call: graph capture's hooks for the streams.
+ * is loaded, before any call: graph capture's hooks for the streams, and
+ * the dropping of a device's default stream when the device is reset.
  */
 #define _GNU_SOURCE
 #include "core/vmm_internal.h"
@@ -131,6 +132,7 @@ static void vmm_atfork_child(void)
 __attribute__((constructor)) static void vmm_init_register(void)
 {
     vmm_capture_install(&vmm_mdl_capture_hooks);
+    vmm_device_on_reset(vmm_stream_drop_defaults);
     if (pthread_atfork(vmm_atfork_prepare, vmm_atfork_parent, vmm_atfork_child) != 0) {
         ZC_ERROR(ZC_SUB_INIT, "pthread_atfork failed: forked children may inherit held locks");
     }
