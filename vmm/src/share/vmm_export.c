@@ -27,6 +27,7 @@
  * or not answering in time -> ACL_ERROR_RT_IPC_ERROR.
  */
 #include "core/vmm_internal.h"
+#include "mem/vmm_registry.h"
 #include "share/vmm_share.h"
 
 #include <string.h>
