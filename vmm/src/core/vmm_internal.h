@@ -78,11 +78,9 @@ void vmm_device_on_reset(void (*fn)(int dev));
  */
 int vmm_mem_lookup(const void *ptr, int *fd, size_t *offset, size_t *size);
 
-/**
- * aclrtFree of [base, base+size) (an aclrtMalloc block): withdraw the broker
- * offers of IPC keys exported from it. Registry lock NOT held.
- */
-void vmm_ipc_mem_freed(uintptr_t base, size_t size);
+/** Have fn(base, size) run when aclrtFree gives back the block [base, base+size),
+ *  before it is unmapped. One function, registered at load time (init). */
+void vmm_mem_on_free(void (*fn)(uintptr_t base, size_t size));
 
 /* ---- streams (vmm_stream*.c) ------------------------------------------------------- */
 

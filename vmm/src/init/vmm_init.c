@@ -22,11 +22,14 @@
  *
  * Upward calls: a lower layer that must reach a higher one offers a
  * registration, and this file, above them all, fills each when the library
- * is loaded, before any call: graph capture's hooks for the streams, and
- * the dropping of a device's default stream when the device is reset.
+ * is loaded, before any call: graph capture's hooks for the streams, the
+ * dropping of a device's default stream when the device is reset, and the
+ * withdrawing of broker offers when memory that was shared is freed.
  */
 #define _GNU_SOURCE
 #include "core/vmm_internal.h"
+#include "mem/vmm_registry.h"
+#include "share/vmm_share.h"
 
 #include "acl/acl.h"
 
@@ -133,6 +136,8 @@ __attribute__((constructor)) static void vmm_init_register(void)
 {
     vmm_capture_install(&vmm_mdl_capture_hooks);
     vmm_device_on_reset(vmm_stream_drop_defaults);
+    vmm_mem_on_free(vmm_ipc_mem_freed);
+    vmm_phys_on_release(vmm_export_released);
     if (pthread_atfork(vmm_atfork_prepare, vmm_atfork_parent, vmm_atfork_child) != 0) {
         ZC_ERROR(ZC_SUB_INIT, "pthread_atfork failed: forked children may inherit held locks");
     }

@@ -38,7 +38,6 @@
  */
 #include "core/vmm_internal.h"
 #include "mem/vmm_registry.h"
-#include "share/vmm_share.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -52,6 +51,13 @@
 #define VMM_HUGE_SIZE ((size_t)2 << 20)
 #define VMM_HUGE1G_SIZE ((size_t)1 << 30)
 #define VMM_DEFAULT_ALIGN VMM_HUGE_SIZE
+
+static void (*vmm_release_fn)(uint64_t token); /* set at load time, before any call */
+
+void vmm_phys_on_release(void (*fn)(uint64_t token))
+{
+    vmm_release_fn = fn;
+}
 
 static size_t vmm_page_size(void)
 {
@@ -297,10 +303,9 @@ ZC_EXPORT aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
     }
     p->refs--;
     if (p->refs == 0) {
-        /* The shareable handle dies with the handle: later imports fail,
-         * earlier ones keep their own fds and mappings. */
-        if (vmm_token_is_mine(p->token)) {
-            (void)zccl_broker_withdraw(p->token);
+        /* The shareable handle dies with the handle (share/ withdraws it). */
+        if (vmm_release_fn != NULL) {
+            vmm_release_fn(p->token);
         }
         p->token = 0;
         vmm_phys_maybe_destroy(p);

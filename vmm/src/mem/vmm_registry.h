@@ -91,4 +91,11 @@ int vmm_map_lookup(const void *ptr, int *fd, size_t *offset, size_t *avail);
 aclError vmm_phys_wrap(int fd, size_t size, int dev, int numa, uint64_t src_token,
                        aclrtDrvMemHandle *out);
 
+/**
+ * Have fn(token) run, registry lock held, when a handle's last user reference
+ * goes (aclrtFreePhysical); token is its shareable handle, 0 if it has none.
+ * One function, registered at load time (init). (vmm_phys.c)
+ */
+void vmm_phys_on_release(void (*fn)(uint64_t token));
+
 #endif /* VMM_REGISTRY_H */

@@ -167,6 +167,14 @@ static aclError vmm_v2_token(const void *sh, aclrtMemSharedHandleType shareType,
     return ACL_SUCCESS;
 }
 
+void vmm_export_released(uint64_t token)
+{
+    /* Later imports fail; earlier ones keep their own fds and mappings. */
+    if (vmm_token_is_mine(token)) {
+        (void)zccl_broker_withdraw(token);
+    }
+}
+
 /* ---- trust ---------------------------------------------------------------------------- */
 
 static aclError vmm_set_pid(uint64_t token, int32_t *pid, size_t pidNum, const char *what)

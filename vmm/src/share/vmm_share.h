@@ -141,4 +141,16 @@ int vmm_token_is_mine(uint64_t token);
  *  Registry lock held (vmm_ipc.c). */
 void vmm_ipc_fork_child(void);
 
+/**
+ * aclrtFree of [base, base+size) (an aclrtMalloc block): withdraw the broker
+ * offers of IPC keys exported from it. Registry lock NOT held. (vmm_ipc.c)
+ */
+void vmm_ipc_mem_freed(uintptr_t base, size_t size);
+
+/**
+ * A physical handle's last user reference went: withdraw the offer of its
+ * shareable handle token (0: none). Registry lock held. (vmm_export.c)
+ */
+void vmm_export_released(uint64_t token);
+
 #endif /* VMM_SHARE_H */
