@@ -15,7 +15,9 @@
  *
  * The current device is thread-local, as in ACL. aclrtSetDevice counts uses
  * of a device process-wide; aclrtResetDevice drops one and, at the last,
- * drains and destroys the device's default stream.
+ * runs the function registered for it (vmm_device_on_reset: init/ registers
+ * the draining and destroying of the device's default stream) and forgets
+ * the device's peer pairs.
  */
 #define _GNU_SOURCE
 #include "core/vmm_internal.h"
@@ -50,6 +52,8 @@ static int vmm_nnuma = 0;
 static vmm_numa_t *vmm_numas; /* vmm_nnuma entries */
 static atomic_int *vmm_uses;  /* per device aclrtSetDevice count */
 static _Thread_local int vmm_cur_dev = -1;
+
+static void (*vmm_reset_fn)(int dev); /* set at load time, before any call */
 
 /* Peer access pairs (dev << 32 | peer), guarded by vmm_dev_mu. */
 static pthread_mutex_t vmm_dev_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -238,6 +242,11 @@ static void vmm_device_peers_forget(int dev)
     pthread_mutex_unlock(&vmm_dev_mu);
 }
 
+void vmm_device_on_reset(void (*fn)(int dev))
+{
+    vmm_reset_fn = fn;
+}
+
 static aclError vmm_device_reset(int32_t deviceId, int force, const char *what)
 {
     if (!vmm_device_valid(deviceId)) {
@@ -256,7 +265,9 @@ static aclError vmm_device_reset(int32_t deviceId, int force, const char *what)
         }
     }
     if (last) {
-        vmm_stream_drop_defaults(deviceId);
+        if (vmm_reset_fn != NULL) {
+            vmm_reset_fn(deviceId);
+        }
         vmm_device_peers_forget(deviceId);
     }
     if (vmm_cur_dev == deviceId) {

@@ -3,9 +3,11 @@
  *
  * Ownership: vmm_status.c (status mapping), vmm_device.c (device table,
  * per-thread current device, NUMA placement), vmm_mem.c (aclrtMalloc table),
- * vmm_stream*.c (stream workers and registry; vmm_stream.h), vmm_event.c (events),
- * vmm_init.c (aclInit/aclFinalize and the fork handlers). The VMM/IPC files
- * may use everything here read-only.
+ * vmm_stream*.c (stream workers and registry; vmm_stream.h; the graph capture
+ * hooks in vmm_stream_capture.c), vmm_event.c (events), vmm_mdl.c (graph
+ * capture), vmm_init.c (aclInit/aclFinalize, the fork handlers, and the
+ * registrations through which a lower file reaches a higher one). The
+ * VMM/IPC files may use everything here read-only.
  *
  * Status vocabulary: helpers that wrap system calls return zc_status_t and are
  * mapped at the API edge with vmm_status_to_acl(); stream and event helpers
@@ -60,6 +62,10 @@ zc_status_t vmm_numa_place(void *addr, size_t len, int numa);
 /** The calling thread's current device, or -1. */
 int vmm_device_current(void);
 
+/** Have fn(dev) run when the last use of device dev is reset (aclrtResetDevice[Force]),
+ *  before its peer pairs are forgotten. One function, registered at load time (init). */
+void vmm_device_on_reset(void (*fn)(int dev));
+
 /* ---- memory (vmm_mem.c) ------------------------------------------------------------ */
 
 /**
@@ -72,11 +78,9 @@ int vmm_device_current(void);
  */
 int vmm_mem_lookup(const void *ptr, int *fd, size_t *offset, size_t *size);
 
-/**
- * aclrtFree of [base, base+size) (an aclrtMalloc block): withdraw the broker
- * offers of IPC keys exported from it. Registry lock NOT held.
- */
-void vmm_ipc_mem_freed(uintptr_t base, size_t size);
+/** Have fn(base, size) run when aclrtFree gives back the block [base, base+size),
+ *  before it is unmapped. One function, registered at load time (init). */
+void vmm_mem_on_free(void (*fn)(uintptr_t base, size_t size));
 
 /* ---- streams (vmm_stream*.c) ------------------------------------------------------- */
 
@@ -121,30 +125,36 @@ aclError vmm_stream_drain_mine(const char *what);
 /** Wake every blocked event wait so it re-checks its stream and event (vmm_event.c). */
 void vmm_event_wake_all(void);
 
-/** Drain and destroy every default stream (aclFinalize), or only dev's (dev >= 0). */
-void vmm_stream_drop_defaults(int dev);
-
-/* ---- graph capture (vmm_mdl.c) ------------------------------------------------------- */
-
-/* zccl_capture_count (vmm_ext.h): streams capturing now; the hooks below cost
- * one relaxed load of it while it is 0. */
-
-/** Is s capturing into a model? */
-int vmm_mdl_capturing(const vmm_stream_t *s);
-
-/** If s is capturing, keep the task in its model (or refuse it) and return 1 with
- *  *rc the push's result (on an error the caller still owns arg); else 0. */
-int vmm_mdl_capture_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *),
-                         aclError *rc);
-
-/** s is being destroyed: a capture on it is invalidated. */
-void vmm_mdl_stream_gone(const vmm_stream_t *s);
-
-/** Fork child: no capture survives (streams do not). */
-void vmm_mdl_atfork_child(void);
-
 /** Is fn one of the event tasks (record / reset / wait)? (vmm_event.c) */
 int vmm_event_is_task(zccl_task_fn fn);
+
+/** Drain and destroy every default stream (aclFinalize), or only dev's (dev >= 0: a
+ *  device reset, through vmm_device_on_reset). */
+void vmm_stream_drop_defaults(int dev);
+
+/* ---- graph capture hooks (vmm_stream_capture.c) ------------------------------------- */
+
+/* zccl_capture_count (vmm_ext.h) counts the streams capturing now; streams call
+ * these hooks only while it is non-zero, so they cost one relaxed load of it
+ * when no stream captures. Graph capture (vmm_mdl.c) supplies them. */
+typedef struct {
+    /** Is s capturing into a model? */
+    int (*on)(const vmm_stream_t *s);
+    /** If s is capturing, keep the task in its model (or refuse it) and return 1
+     *  with *rc the push's result (on an error the caller still owns arg); else 0. */
+    int (*push)(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *), aclError *rc);
+    /** s is being destroyed: a capture on it is invalidated. */
+    void (*gone)(const vmm_stream_t *s);
+} vmm_capture_hooks_t;
+
+/** Install the hooks every stream calls from then on (init, at load time). */
+void vmm_capture_install(const vmm_capture_hooks_t *hooks);
+
+/** Graph capture's hooks (vmm_mdl.c). */
+extern const vmm_capture_hooks_t vmm_mdl_capture_hooks;
+
+/** Fork child: no capture survives (streams do not). (vmm_mdl.c) */
+void vmm_mdl_atfork_child(void);
 
 /* ---- profiling (vmm_prof.c) ---------------------------------------------------------- */
 

@@ -3,8 +3,9 @@
  *
  * Capture. aclmdlRICaptureBegin puts {stream, model} in the capture table.
  * While a stream is in it, vmm_stream_push hands every task for that stream
- * to vmm_mdl_capture_push instead of queueing it: a generic task {fn, arg,
- * dtor} (memory copies and fills, work libhccl queues) becomes a node that a
+ * to this file's push hook (vmm_mdl_capture_hooks, which init/ installs in
+ * the stream layer) instead of queueing it: a generic task {fn, arg, dtor}
+ * (memory copies and fills, work libhccl queues) becomes a node that a
  * replay queues again as {fn, arg} (the model keeps arg and calls dtor when
  * it is destroyed); libhccl adds its ops as replay nodes through
  * zccl_stream_capture_add, so each replay submits the op afresh (a new
@@ -18,9 +19,10 @@
  * model with replays in flight cannot be destroyed (ACL_ERROR_RT_MODEL_RUNNING),
  * so node arguments outlive every queued use of them.
  *
- * Cost: when no stream captures, the hooks are one relaxed load of
- * zccl_capture_count; otherwise they take vmm_mdl_mu. Models are validated
- * against the list of live ones, so a stale handle is an error, not a crash.
+ * Cost: while no stream captures, streams call no hook (they look at
+ * zccl_capture_count, vmm_stream_capture.c, with one relaxed load); the
+ * hooks take vmm_mdl_mu. Models are validated against the list of live
+ * ones, so a stale handle is an error, not a crash.
  */
 #define _GNU_SOURCE
 #include "core/vmm_internal.h"
@@ -64,7 +66,6 @@ static struct {
     const vmm_stream_t *s;
     vmm_mdl_t *m;
 } vmm_mdl_caps[VMM_MDL_MAX_CAPTURES];
-ZC_EXPORT atomic_int zccl_capture_count;
 static vmm_mdl_t *vmm_mdl_live;
 
 /* ---- lookup (vmm_mdl_mu held) ------------------------------------------------------ */
@@ -136,9 +137,9 @@ static aclError vmm_mdl_add(vmm_mdl_t *m, const vmm_mdl_node_t *node)
     return ACL_SUCCESS;
 }
 
-/* ---- hooks (vmm_stream*.c) -------------------------------------------------------- */
+/* ---- hooks (vmm_stream_capture.c) ------------------------------------------------- */
 
-int vmm_mdl_capturing(const vmm_stream_t *s)
+static int vmm_mdl_capturing(const vmm_stream_t *s)
 {
     if (atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) == 0) {
         return 0;
@@ -149,8 +150,8 @@ int vmm_mdl_capturing(const vmm_stream_t *s)
     return i >= 0;
 }
 
-int vmm_mdl_capture_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *),
-                         aclError *rc)
+static int vmm_mdl_capture_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *),
+                                aclError *rc)
 {
     pthread_mutex_lock(&vmm_mdl_mu);
     int i = vmm_mdl_cap_find(s);
@@ -177,11 +178,8 @@ int vmm_mdl_capture_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dto
     return 1;
 }
 
-void vmm_mdl_stream_gone(const vmm_stream_t *s)
+static void vmm_mdl_stream_gone(const vmm_stream_t *s)
 {
-    if (atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) == 0) {
-        return;
-    }
     pthread_mutex_lock(&vmm_mdl_mu);
     int i = vmm_mdl_cap_find(s);
     if (i >= 0) {
@@ -191,6 +189,12 @@ void vmm_mdl_stream_gone(const vmm_stream_t *s)
     }
     pthread_mutex_unlock(&vmm_mdl_mu);
 }
+
+const vmm_capture_hooks_t vmm_mdl_capture_hooks = {
+    .on = vmm_mdl_capturing,
+    .push = vmm_mdl_capture_push,
+    .gone = vmm_mdl_stream_gone,
+};
 
 void vmm_mdl_atfork_child(void)
 {

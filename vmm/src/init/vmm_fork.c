@@ -1,15 +1,18 @@
 /*
- * fork() and the handle registry with its broker.
+ * fork() and the memory registry with its broker.
  *
- * Around fork() the registry lock (vmm_phys.c) and then the broker lock
- * (vmm_broker.c) are taken, so the child inherits neither half-changed. After
- * it, the parent releases both; the child first drops the parent's broker
- * socket and offers (none of them are its own), then clears its handles'
- * offer tokens and releases the registry. This file sits above both, so
- * neither of them has to call the other for it.
+ * Around fork() the registry lock (mem/vmm_registry.c) and then the broker
+ * lock (share/vmm_broker.c) are taken, so the child inherits neither
+ * half-changed. After it, the parent releases both; the child first drops
+ * the parent's broker socket and offers (none of them are its own), then,
+ * the registry lock still held, forgets its exported IPC keys (their offers
+ * were the parent's) and its handles' offer tokens, and releases the
+ * registry. This file sits above both, so neither of them has to call the
+ * other for it.
  */
 #include <pthread.h>
 
+#include "mem/vmm_registry.h"
 #include "share/vmm_share.h"
 
 static void vmm_fork_prepare(void)
@@ -27,6 +30,7 @@ static void vmm_fork_parent(void)
 static void vmm_fork_child(void)
 {
     vmm_broker_fork_child();
+    vmm_ipc_fork_child();
     vmm_fork_child_registry();
 }
 

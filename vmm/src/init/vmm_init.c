@@ -19,9 +19,17 @@
  * survive a fork: stream workers do not exist in the child, so stream and
  * event handles of the parent become invalid, device use counts and the
  * aclInit state start from zero (a child may call aclInit itself).
+ *
+ * Upward calls: a lower layer that must reach a higher one offers a
+ * registration, and this file, above them all, fills each when the library
+ * is loaded, before any call: graph capture's hooks for the streams, the
+ * dropping of a device's default stream when the device is reset, and the
+ * withdrawing of broker offers when memory that was shared is freed.
  */
 #define _GNU_SOURCE
 #include "core/vmm_internal.h"
+#include "mem/vmm_registry.h"
+#include "share/vmm_share.h"
 
 #include "acl/acl.h"
 
@@ -124,8 +132,12 @@ static void vmm_atfork_child(void)
     pthread_mutex_unlock(&vmm_init_mu);
 }
 
-__attribute__((constructor)) static void vmm_init_register_atfork(void)
+__attribute__((constructor)) static void vmm_init_register(void)
 {
+    vmm_capture_install(&vmm_mdl_capture_hooks);
+    vmm_device_on_reset(vmm_stream_drop_defaults);
+    vmm_mem_on_free(vmm_ipc_mem_freed);
+    vmm_phys_on_release(vmm_export_released);
     if (pthread_atfork(vmm_atfork_prepare, vmm_atfork_parent, vmm_atfork_child) != 0) {
         ZC_ERROR(ZC_SUB_INIT, "pthread_atfork failed: forked children may inherit held locks");
     }

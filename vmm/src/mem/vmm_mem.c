@@ -51,6 +51,12 @@ static pthread_mutex_t vmm_mem_mu = PTHREAD_MUTEX_INITIALIZER;
 static vmm_block_t *vmm_blocks;
 static size_t vmm_nblocks, vmm_blocks_cap;
 static pthread_once_t vmm_nofile_once = PTHREAD_ONCE_INIT;
+static void (*vmm_free_fn)(uintptr_t base, size_t size); /* set at load time, before any call */
+
+void vmm_mem_on_free(void (*fn)(uintptr_t base, size_t size))
+{
+    vmm_free_fn = fn;
+}
 
 static void vmm_nofile_raise(void)
 {
@@ -234,7 +240,9 @@ ZC_EXPORT aclError aclrtFree(void *devPtr)
         ZC_WARN(ZC_SUB_MEM, "aclrtFree: %p is not the start of an aclrtMalloc block", devPtr);
         return ACL_ERROR_INVALID_PARAM;
     }
-    vmm_ipc_mem_freed(b.base, b.size); /* its IPC keys die with it */
+    if (vmm_free_fn != NULL) {
+        vmm_free_fn(b.base, b.size); /* its IPC keys die with it (share/) */
+    }
     munmap((void *)b.base, b.size);
     close(b.fd);
     return ACL_SUCCESS;

@@ -16,7 +16,8 @@
  *    reservation; aclrtUnmapMem puts a PROT_NONE NORESERVE mapping back, so
  *    the address range stays reserved.
  *  - Handles carry user references (Malloc/Import 1, Retain +1, Free -1) and
- *    map references; see vmm_share.h for when the fd and the broker offer go.
+ *    map references; see vmm_registry.h for when the fd and the broker offer
+ *    go. The registry's lock, lists and shared lookups are vmm_registry.c's.
  *    Freeing a handle that is still mapped is allowed (as with CUDA's
  *    cuMemRelease): the memory lives until the last unmap.
  *
@@ -36,10 +37,9 @@
  * argument and its value.
  */
 #include "core/vmm_internal.h"
-#include "share/vmm_share.h"
+#include "mem/vmm_registry.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -52,55 +52,11 @@
 #define VMM_HUGE1G_SIZE ((size_t)1 << 30)
 #define VMM_DEFAULT_ALIGN VMM_HUGE_SIZE
 
-typedef struct vmm_map vmm_map_t;
-struct vmm_map {
-    vmm_map_t *next;
-    uintptr_t va;
-    size_t size;
-    vmm_phys_t *phys;
-};
+static void (*vmm_release_fn)(uint64_t token); /* set at load time, before any call */
 
-typedef struct vmm_resv vmm_resv_t;
-struct vmm_resv {
-    vmm_resv_t *next;
-    uintptr_t base;
-    size_t size;
-    vmm_map_t *maps;
-};
-
-static pthread_mutex_t vmm_mu = PTHREAD_MUTEX_INITIALIZER;
-static vmm_phys_t *vmm_phys_list;
-static vmm_resv_t *vmm_resv_list;
-
-void vmm_lock(void)
+void vmm_phys_on_release(void (*fn)(uint64_t token))
 {
-    pthread_mutex_lock(&vmm_mu);
-}
-
-void vmm_unlock(void)
-{
-    pthread_mutex_unlock(&vmm_mu);
-}
-
-void vmm_fork_prepare_registry(void)
-{
-    pthread_mutex_lock(&vmm_mu);
-}
-
-void vmm_fork_parent_registry(void)
-{
-    pthread_mutex_unlock(&vmm_mu);
-}
-
-void vmm_fork_child_registry(void)
-{
-    /* Handles, reservations and mappings are inherited and stay valid; the
-     * broker offers of their shareable handles belonged to the parent. */
-    for (vmm_phys_t *p = vmm_phys_list; p != NULL; p = p->next) {
-        p->token = 0;
-    }
-    vmm_ipc_fork_child();
-    pthread_mutex_unlock(&vmm_mu);
+    vmm_release_fn = fn;
 }
 
 static size_t vmm_page_size(void)
@@ -238,26 +194,6 @@ ZC_EXPORT aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop,
 
 /* ---- physical handles ---------------------------------------------------------------- */
 
-vmm_phys_t *vmm_phys_find(aclrtDrvMemHandle h)
-{
-    for (vmm_phys_t *p = vmm_phys_list; p != NULL; p = p->next) {
-        if ((void *)p == h) {
-            return p->refs > 0 ? p : NULL;
-        }
-    }
-    return NULL;
-}
-
-vmm_phys_t *vmm_phys_find_token(uint64_t token)
-{
-    for (vmm_phys_t *p = vmm_phys_list; p != NULL; p = p->next) {
-        if (p->refs > 0 && token != 0 && p->token == token) {
-            return p;
-        }
-    }
-    return NULL;
-}
-
 aclError vmm_phys_wrap(int fd, size_t size, int dev, int numa, uint64_t src_token,
                        aclrtDrvMemHandle *out)
 {
@@ -367,10 +303,9 @@ ZC_EXPORT aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
     }
     p->refs--;
     if (p->refs == 0) {
-        /* The shareable handle dies with the handle: later imports fail,
-         * earlier ones keep their own fds and mappings. */
-        if (vmm_token_is_mine(p->token)) {
-            (void)zccl_broker_withdraw(p->token);
+        /* The shareable handle dies with the handle (share/ withdraws it). */
+        if (vmm_release_fn != NULL) {
+            vmm_release_fn(p->token);
         }
         p->token = 0;
         vmm_phys_maybe_destroy(p);
@@ -547,22 +482,6 @@ static vmm_map_t *vmm_map_find_start(uintptr_t va, vmm_resv_t **rp, vmm_map_t **
         }
     }
     return NULL;
-}
-
-int vmm_map_lookup(const void *ptr, int *fd, size_t *offset, size_t *avail)
-{
-    uintptr_t a = (uintptr_t)ptr;
-    for (vmm_resv_t *r = vmm_resv_list; r != NULL; r = r->next) {
-        for (vmm_map_t *m = r->maps; m != NULL; m = m->next) {
-            if (a >= m->va && a - m->va < m->size) {
-                *fd = m->phys->fd;
-                *offset = a - m->va;
-                *avail = m->size - (a - m->va);
-                return 0;
-            }
-        }
-    }
-    return -1;
 }
 
 ZC_EXPORT int zccl_vmm_query(const void *va, zccl_vmm_info_t *out)

@@ -27,6 +27,7 @@
  * or not answering in time -> ACL_ERROR_RT_IPC_ERROR.
  */
 #include "core/vmm_internal.h"
+#include "mem/vmm_registry.h"
 #include "share/vmm_share.h"
 
 #include <string.h>
@@ -164,6 +165,14 @@ static aclError vmm_v2_token(const void *sh, aclrtMemSharedHandleType shareType,
     }
     *token = fab.token;
     return ACL_SUCCESS;
+}
+
+void vmm_export_released(uint64_t token)
+{
+    /* Later imports fail; earlier ones keep their own fds and mappings. */
+    if (vmm_token_is_mine(token)) {
+        (void)zccl_broker_withdraw(token);
+    }
 }
 
 /* ---- trust ---------------------------------------------------------------------------- */

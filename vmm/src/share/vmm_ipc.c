@@ -46,6 +46,7 @@
  * ACL_ERROR_RT_MEMORY_ALLOCATION.
  */
 #include "core/vmm_internal.h"
+#include "mem/vmm_registry.h"
 #include "share/vmm_share.h"
 
 #include <errno.h>

@@ -1,20 +1,8 @@
 /*
- * Internals shared by the VMM, export/import, IPC-key and broker files of
- * libascendcl (vmm_phys.c, vmm_export.c, vmm_ipc.c, vmm_broker.c).
- *
- * Objects and who owns them:
- *  - A physical handle (vmm_phys_t) owns one memfd. aclrtMallocPhysical and
- *    the import calls create it with one user reference; Retain adds one and
- *    FreePhysical drops one. Each aclrtMapMem of it holds a map reference.
- *    The fd is closed and the handle forgotten when both counts are zero; the
- *    broker offer of its shareable handle is withdrawn when the user count
- *    reaches zero (new imports fail, existing imports keep their memory).
- *  - Reservations and the mappings inside them live in vmm_phys.c.
- *  - Broker offers (a dup of an fd each) live in vmm_broker.c.
- * Locking: one registry mutex (vmm_lock) guards handles, reservations,
- * mappings and the IPC key tables; the broker has its own mutex, always
- * taken after the registry mutex, never before. Both are taken around fork()
- * (vmm_broker.c registers the handlers), so a forked child finds them free.
+ * Internals shared by the export/import, IPC-key and broker files of
+ * libascendcl (vmm_export.c, vmm_ipc.c, vmm_broker.c, vmm_broker_fetch.c);
+ * the memory registry they use is mem/vmm_registry.h (its lock is taken
+ * before the broker's, never after).
  *
  * Broker wire protocol (SOCK_SEQPACKET, one request per connection): the
  * broker drops a client of another uid at accept, unanswered; the client
@@ -33,8 +21,6 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/un.h>
-
-#include "acl/acl_base.h"
 
 /* ---- broker protocol ------------------------------------------------------ */
 
@@ -146,51 +132,25 @@ typedef struct {
 } vmm_fabric_t;
 _Static_assert(sizeof(vmm_fabric_t) == 128, "fabric handle is 128 bytes");
 
-/* ---- registry ------------------------------------------------------------- */
-
-typedef struct vmm_phys vmm_phys_t;
-struct vmm_phys {
-    vmm_phys_t *next;
-    int fd;             /* the memfd; owned */
-    size_t size;        /* bytes, a multiple of the granularity */
-    int dev;            /* device id whose memory it is, -1 for host memory */
-    int numa;           /* NUMA node its pages prefer, -1 for none */
-    unsigned refs;      /* user references (alloc/import 1, +1 per retain) */
-    unsigned maps;      /* live aclrtMapMem mappings */
-    uint64_t token;     /* broker offer of its shareable handle, 0 if none */
-    uint64_t src_token; /* shareable handle it was imported from, 0 if local */
-};
-
-void vmm_lock(void);
-void vmm_unlock(void);
-void vmm_fork_prepare_registry(void);
-void vmm_fork_parent_registry(void);
-void vmm_fork_child_registry(void);
-/** Child side of fork for the IPC key tables (registry lock held). */
-void vmm_ipc_fork_child(void);
-
-/** The live handle h (user references > 0) or NULL. Registry lock held. */
-vmm_phys_t *vmm_phys_find(aclrtDrvMemHandle h);
-
-/** The live handle whose shareable handle is token, or NULL. Registry lock held. */
-vmm_phys_t *vmm_phys_find_token(uint64_t token);
-
-/**
- * Wrap fd (ownership passes to the handle, also on failure) of size bytes in a
- * new handle with one user reference. Registry lock NOT held.
- * @return ACL_SUCCESS or ACL_ERROR_RT_MEMORY_ALLOCATION.
- */
-aclError vmm_phys_wrap(int fd, size_t size, int dev, int numa, uint64_t src_token,
-                       aclrtDrvMemHandle *out);
-
-/**
- * The VMM mapping that contains ptr: its handle's fd (owned by the handle),
- * the offset of ptr in that fd and the bytes of the mapping from ptr on.
- * Registry lock held. @return 0 when found, -1 otherwise.
- */
-int vmm_map_lookup(const void *ptr, int *fd, size_t *offset, size_t *avail);
+/* ---- tokens and IPC keys ---------------------------------------------------- */
 
 /** True when token names an offer made by this process (its pid is ours). */
 int vmm_token_is_mine(uint64_t token);
+
+/** Fork child: forget the exported IPC keys, whose offers were the parent's.
+ *  Registry lock held (vmm_ipc.c). */
+void vmm_ipc_fork_child(void);
+
+/**
+ * aclrtFree of [base, base+size) (an aclrtMalloc block): withdraw the broker
+ * offers of IPC keys exported from it. Registry lock NOT held. (vmm_ipc.c)
+ */
+void vmm_ipc_mem_freed(uintptr_t base, size_t size);
+
+/**
+ * A physical handle's last user reference went: withdraw the offer of its
+ * shareable handle token (0: none). Registry lock held. (vmm_export.c)
+ */
+void vmm_export_released(uint64_t token);
 
 #endif /* VMM_SHARE_H */

@@ -1,7 +1,8 @@
 /*
  * Streams: the registry of live streams and the default streams, lifetime
- * (create, reference, shut down), handle lookup, the create/destroy API and
- * fork. The protocol is described in vmm_stream.h.
+ * (create, reference, shut down), handle lookup, the create API, taking a
+ * stream out for a destroy (vmm_stream_destroy.c) and fork. The protocol is
+ * described in vmm_stream.h.
  */
 #define _GNU_SOURCE
 #include "stream/vmm_stream.h"
@@ -220,12 +221,10 @@ ZC_EXPORT aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t pri
     return vmm_stream_create_api(stream, priority, flag, "aclrtCreateStreamWithConfig");
 }
 
-static aclError vmm_stream_destroy_api(aclrtStream stream, int force, const char *what)
+/* Take stream (not NULL) out of the registry for a destroy; the registry's
+ * reference moves to *out. Refused from a task of that stream. */
+aclError vmm_stream_unregister(aclrtStream stream, const char *what, vmm_stream_t **out)
 {
-    if (stream == NULL) {
-        ZC_WARN(ZC_SUB_STREAM, "%s: stream is NULL (the default stream cannot be destroyed)", what);
-        return ACL_ERROR_INVALID_PARAM;
-    }
     pthread_mutex_lock(&vmm_reg_mu);
     ssize_t i = vmm_reg_find(stream);
     vmm_stream_t *s = i >= 0 ? vmm_reg[i] : NULL;
@@ -235,7 +234,7 @@ static aclError vmm_stream_destroy_api(aclrtStream stream, int force, const char
         return ACL_ERROR_RT_PARAM_INVALID;
     }
     if (s != NULL) {
-        vmm_reg[i] = vmm_reg[--vmm_nreg]; /* the registry's reference moves to us */
+        vmm_reg[i] = vmm_reg[--vmm_nreg]; /* the registry's reference moves to the caller */
         vmm_reg_changed();
     }
     pthread_mutex_unlock(&vmm_reg_mu);
@@ -243,20 +242,8 @@ static aclError vmm_stream_destroy_api(aclrtStream stream, int force, const char
         ZC_WARN(ZC_SUB_STREAM, "%s: stream %p is not a live stream", what, stream);
         return ACL_ERROR_RT_INVALID_HANDLE;
     }
-    vmm_mdl_stream_gone(s);
-    vmm_stream_shutdown(s, force);
-    vmm_stream_put(s);
+    *out = s;
     return ACL_SUCCESS;
-}
-
-ZC_EXPORT aclError aclrtDestroyStream(aclrtStream stream)
-{
-    return vmm_stream_destroy_api(stream, 0, "aclrtDestroyStream");
-}
-
-ZC_EXPORT aclError aclrtDestroyStreamForce(aclrtStream stream)
-{
-    return vmm_stream_destroy_api(stream, 1, "aclrtDestroyStreamForce");
 }
 
 ZC_EXPORT aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode)
@@ -327,7 +314,7 @@ void vmm_stream_drop_defaults(int dev)
                         d);
                 continue;
             }
-            vmm_stream_shutdown(s, 0);
+            vmm_stream_shutdown(s);
             vmm_stream_put(s);
         }
     }

@@ -66,11 +66,16 @@
  *
  * Lock order: the registry mutex is the only lock; streams have none.
  *
- * Files: vmm_stream.c (registry, lifetime, lookup, create/destroy API, fork),
- * vmm_stream_ring.c (the task ring: waits, reserve, publish), vmm_stream_worker.c
- * (the worker thread: start, run, stop), vmm_stream_task.c (libhccl's task interface: claims for
- * the caller-thread path, tracked pushes), vmm_stream_sync.c (synchronize and
- * query). This header is private to those files.
+ * Files, lowest first: vmm_stream_capture.c (the count of capturing streams
+ * and graph capture's hooks), vmm_stream_wait.c (waits for `done`),
+ * vmm_stream_issuer.c (each thread's tracked tasks, which its frees wait
+ * for), vmm_stream_worker.c (the worker thread: start, run, stop),
+ * vmm_stream_ring.c (the task ring: reserve, publish), vmm_stream.c
+ * (registry, lifetime, lookup, create API, fork), vmm_stream_task.c
+ * (libhccl's task interface: claims for the caller-thread path, tracked
+ * pushes), vmm_stream_sync.c (synchronize and query), and above events
+ * vmm_stream_destroy.c (the destroy API: a force destroy wakes event
+ * waits). This header is private to those files.
  */
 #ifndef VMM_STREAM_H
 #define VMM_STREAM_H
@@ -130,13 +135,15 @@ struct vmm_stream {
     vmm_slot_t ring[VMM_STREAM_DEPTH];
 };
 
-extern atomic_int vmm_nworkers; /* stream workers alive in this process */
+extern atomic_int vmm_nworkers; /* stream workers alive in this process (vmm_stream_wait.c) */
 
 /* vmm_stream.c */
+/* Take a live stream out of the registry for a destroy (its reference moves to *out). */
+aclError vmm_stream_unregister(aclrtStream stream, const char *what, vmm_stream_t **out);
 /* The live streams of device dev (every device when dev < 0), each referenced. */
 vmm_stream_t **vmm_stream_snapshot(int dev, size_t *count);
 
-/* vmm_stream_ring.c */
+/* vmm_stream_wait.c */
 unsigned vmm_spin_budget(vmm_stream_t *s);
 /* How long an idle worker spins for new work. Not the synchronize budget:
  * that one shrinks after long waits (a synchronize behind 20,000 queued
@@ -146,6 +153,8 @@ unsigned vmm_idle_budget(void);
 int vmm_reached(vmm_stream_t *s, uint64_t target);
 void vmm_stream_wake_done(vmm_stream_t *s, uint64_t done);
 int vmm_stream_wait_done(vmm_stream_t *s, uint64_t target, uint64_t deadline_ns, int sleep_now);
+
+/* vmm_stream_ring.c */
 aclError vmm_stream_reserve(vmm_stream_t *s, int want_idle, uint64_t *pos, int *idle);
 void vmm_stream_publish(vmm_stream_t *s, uint64_t pos, zccl_task_fn fn, void *arg,
                         void (*dtor)(void *), struct vmm_issuer *who, int helpable);
@@ -157,8 +166,8 @@ void vmm_stream_free(vmm_stream_t *s);
 /* A new stream with its worker running (one reference, the caller's). */
 aclError vmm_stream_new(int dev, int is_default, uint32_t priority, uint32_t flags,
                         vmm_stream_t **out);
-/* Stop taking work, run (or drop, force) what is queued, join the worker. */
-void vmm_stream_shutdown(vmm_stream_t *s, int force);
+/* Stop taking work, run (or drop, once aborting) what is queued, join the worker. */
+void vmm_stream_shutdown(vmm_stream_t *s);
 int vmm_stream_is_self(const vmm_stream_t *s);
 /* A thread about to wait for done >= target runs the stream's published
  * helpable slots itself, in order, while the worker is not running one.
@@ -167,9 +176,19 @@ int vmm_stream_is_self(const vmm_stream_t *s);
 void vmm_stream_help(vmm_stream_t *s, uint64_t target);
 int vmm_stream_running_any(void); /* this thread runs a task of some stream */
 
-/* vmm_stream_task.c */
+/* vmm_stream_capture.c: graph capture's hooks, called only while
+ * zccl_capture_count is non-zero (vmm_capture_gone looks at it itself). */
+int vmm_capture_on(const vmm_stream_t *s);
+int vmm_capture_push(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *),
+                     aclError *rc);
+void vmm_capture_gone(const vmm_stream_t *s);
+
+/* vmm_stream_issuer.c */
+/* The calling thread's issuer record, with one more pending task and
+ * reference for it; NULL when it cannot be made. */
 struct vmm_issuer *vmm_issuer_mine(void);
-void vmm_issuer_done(struct vmm_issuer *w);
+void vmm_issuer_done(struct vmm_issuer *w); /* a tracked task finished or was dropped */
+void vmm_issuer_drain(void);  /* wait until the calling thread's tracked tasks finished */
 void vmm_issuer_forget(void); /* fork child: the parent's queued tasks never finish here */
 
 #endif

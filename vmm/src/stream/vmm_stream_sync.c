@@ -49,8 +49,7 @@ static aclError vmm_stream_sync_api(aclrtStream stream, int64_t timeout_ms, cons
     if (rc != ACL_SUCCESS) {
         return rc;
     }
-    if (atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) != 0 &&
-        vmm_mdl_capturing(s)) {
+    if (atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) != 0 && vmm_capture_on(s)) {
         vmm_stream_put(s);
         ZC_WARN(ZC_SUB_STREAM, "%s: stream %p is capturing (end the capture first)", what, stream);
         return ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT;

@@ -1,61 +1,24 @@
 /*
  * libhccl's task interface (vmm_ext.h): enqueue, claims for the caller-thread
  * path (reserve, then run and finish it here, or commit it to the worker), and
- * tasks tracked as their issuing thread's queued work, which frees wait for.
- * See vmm_stream.h.
+ * tasks tracked as their issuing thread's queued work (vmm_stream_issuer.c),
+ * which frees wait for. See vmm_stream.h.
  */
 #include "stream/vmm_stream.h"
 
 #include "zc/export.h"
 #include "zc/log.h"
-#include "zc/sync.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 
 /* ---- frees ordered after the caller's queued work ------------------------------------ */
-
-/* Tasks a thread queued that have not finished (pending), shared by those
- * tasks and the thread (refs), so a thread may exit with work queued. */
-typedef struct vmm_issuer {
-    atomic_uint pending;
-    atomic_uint draining; /* the thread sleeps in a drain: wake it at 0 */
-    atomic_int refs;
-} vmm_issuer_t;
-
-/* One of w's tasks is over; the last one wakes a draining thread (no
- * syscall per task otherwise). */
-static void vmm_issuer_dec(vmm_issuer_t *w)
-{
-    if (atomic_fetch_sub_explicit(&w->pending, 1, memory_order_seq_cst) == 1 &&
-        atomic_load_explicit(&w->draining, memory_order_seq_cst) != 0) {
-        zc_futex_wake(&w->pending, INT32_MAX);
-    }
-}
 
 typedef struct {
     zccl_task_fn fn;
     void *arg;
     void (*dtor)(void *);
-    vmm_issuer_t *who;
+    struct vmm_issuer *who;
 } vmm_tracked_t;
-
-static pthread_once_t vmm_issuer_once = PTHREAD_ONCE_INIT;
-static pthread_key_t vmm_issuer_key;
-static _Thread_local vmm_issuer_t *vmm_issuer_self;
-
-static void vmm_issuer_put(void *p)
-{
-    vmm_issuer_t *w = p;
-    if (atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) == 1) {
-        free(w);
-    }
-}
-
-static void vmm_issuer_key_make(void)
-{
-    (void)pthread_key_create(&vmm_issuer_key, vmm_issuer_put);
-}
 
 static int vmm_tracked_run(void *p)
 {
@@ -69,69 +32,28 @@ static void vmm_tracked_done(void *p)
     if (t->dtor != NULL) {
         t->dtor(t->arg);
     }
-    vmm_issuer_t *w = t->who;
-    vmm_issuer_dec(w);
-    vmm_issuer_put(w);
+    vmm_issuer_done(t->who);
     free(t);
-}
-
-/* The calling thread's issuer record, with one more pending task and
- * reference for it; NULL when it cannot be made (the task is then untracked). */
-vmm_issuer_t *vmm_issuer_mine(void)
-{
-    if (vmm_issuer_self == NULL) {
-        pthread_once(&vmm_issuer_once, vmm_issuer_key_make);
-        vmm_issuer_t *w = calloc(1, sizeof(*w));
-        if (w == NULL) {
-            return NULL;
-        }
-        atomic_init(&w->refs, 1);
-        (void)pthread_setspecific(vmm_issuer_key, w);
-        vmm_issuer_self = w;
-    }
-    atomic_fetch_add_explicit(&vmm_issuer_self->refs, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&vmm_issuer_self->pending, 1, memory_order_relaxed);
-    return vmm_issuer_self;
-}
-
-/* A tracked task finished or was dropped. */
-void vmm_issuer_done(vmm_issuer_t *w)
-{
-    vmm_issuer_dec(w);
-    vmm_issuer_put(w);
 }
 
 aclError vmm_stream_push_tracked(vmm_stream_t *s, zccl_task_fn fn, void *arg, void (*dtor)(void *))
 {
-    if (atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) != 0 &&
-        vmm_mdl_capturing(s)) {
+    if (atomic_load_explicit(&zccl_capture_count, memory_order_relaxed) != 0 && vmm_capture_on(s)) {
         /* Captured, not queued: it is pending only when a replay queues it. */
         return vmm_stream_push(s, fn, arg, dtor);
     }
-    if (vmm_issuer_self == NULL) {
-        pthread_once(&vmm_issuer_once, vmm_issuer_key_make);
-        vmm_issuer_t *w = calloc(1, sizeof(*w));
-        if (w == NULL) {
-            ZC_WARN(ZC_SUB_STREAM, "enqueue on stream %p: out of memory", (void *)s);
-            return ACL_ERROR_RT_MEMORY_ALLOCATION;
-        }
-        atomic_init(&w->refs, 1);
-        (void)pthread_setspecific(vmm_issuer_key, w);
-        vmm_issuer_self = w;
-    }
     vmm_tracked_t *t = malloc(sizeof(*t));
-    if (t == NULL) {
+    struct vmm_issuer *w = t != NULL ? vmm_issuer_mine() : NULL;
+    if (w == NULL) {
+        free(t);
         ZC_WARN(ZC_SUB_STREAM, "enqueue on stream %p: out of memory", (void *)s);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
-    *t = (vmm_tracked_t){fn, arg, dtor, vmm_issuer_self};
-    atomic_fetch_add_explicit(&t->who->refs, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&t->who->pending, 1, memory_order_relaxed);
+    *t = (vmm_tracked_t){fn, arg, dtor, w};
     aclError rc = vmm_stream_push(s, vmm_tracked_run, t, vmm_tracked_done);
     if (rc != ACL_SUCCESS) {
-        atomic_fetch_sub_explicit(&t->who->pending, 1, memory_order_relaxed);
-        vmm_issuer_put(t->who);
-        free(t); /* the caller keeps arg; its dtor is not called */
+        vmm_issuer_done(w); /* never queued: it counts no more */
+        free(t);            /* the caller keeps arg; its dtor is not called */
     }
     return rc;
 }
@@ -145,17 +67,7 @@ aclError vmm_stream_drain_mine(const char *what)
                 what);
         return ACL_ERROR_RT_STREAM_CONTEXT;
     }
-    vmm_issuer_t *w = vmm_issuer_self;
-    if (w == NULL) {
-        return ACL_SUCCESS;
-    }
-    /* draining is raised before pending is read again (both seq_cst), so
-     * the task that takes pending to 0 either is seen here or sees it. */
-    atomic_fetch_add_explicit(&w->draining, 1, memory_order_seq_cst);
-    for (unsigned v; (v = atomic_load_explicit(&w->pending, memory_order_seq_cst)) != 0;) {
-        (void)zc_futex_wait(&w->pending, v, 0);
-    }
-    atomic_fetch_sub_explicit(&w->draining, 1, memory_order_seq_cst);
+    vmm_issuer_drain();
     return ACL_SUCCESS;
 }
 
@@ -225,9 +137,4 @@ ZC_EXPORT void zccl_task_finish(zccl_task_t *t, int rc)
     }
     t->stream = NULL;
     vmm_stream_put(s);
-}
-
-void vmm_issuer_forget(void)
-{
-    vmm_issuer_self = NULL;
 }

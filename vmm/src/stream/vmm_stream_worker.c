@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-atomic_int vmm_nworkers;
-
 /* ---- worker ---------------------------------------------------------------------- */
 
 /* Count slot pos done (by the worker, or by a claimer for its own slot). */
@@ -256,16 +254,11 @@ aclError vmm_stream_new(int dev, int is_default, uint32_t priority, uint32_t fla
     return ACL_SUCCESS;
 }
 
-/* Stop taking work, run (or drop) what is queued, join the worker. The caller has
- * already made the stream unreachable and still holds a reference. */
-void vmm_stream_shutdown(vmm_stream_t *s, int force)
+/* Stop taking work, run what is queued (or drop it, once aborting is set),
+ * join the worker. The caller has already made the stream unreachable and
+ * still holds a reference. */
+void vmm_stream_shutdown(vmm_stream_t *s)
 {
-    if (force) {
-        /* Set before closing so the worker drops what is still queued; event waits
-         * sleep on the event condition, so wake them to see it. */
-        atomic_store_explicit(&s->aborting, 1, memory_order_release);
-        vmm_event_wake_all();
-    }
     atomic_store_explicit(&s->closing, 1, memory_order_seq_cst);
     atomic_store_explicit(&s->w_sleeping, 1, memory_order_seq_cst);
     vmm_stream_kick(s);
