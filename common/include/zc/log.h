@@ -70,6 +70,28 @@ void zc_log_set_rank(int rank);
 /** This thread's own rank (-1: none). */
 int zc_log_get_rank(void);
 
+/**
+ * Show rank in this thread's log prefix until zc_log_rank_leave(prev, rank), prev being
+ * what this returns. A thread that shows rank already makes no call: zc_log_set_rank is an
+ * atomic read-modify-write, too dear for every op.
+ */
+static inline int zc_log_rank_enter(int rank)
+{
+    int prev = zc_log_get_rank();
+    if (prev != rank) {
+        zc_log_set_rank(rank);
+    }
+    return prev;
+}
+
+/** Back to the rank the thread showed before zc_log_rank_enter(rank) returned prev. */
+static inline void zc_log_rank_leave(int prev, int rank)
+{
+    if (prev != rank) {
+        zc_log_set_rank(prev);
+    }
+}
+
 void zc_log_emit(zc_log_level_t level, unsigned subsys, const char *file, int line, const char *fmt,
                  ...) __attribute__((format(printf, 5, 6)));
 

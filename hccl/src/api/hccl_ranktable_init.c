@@ -188,6 +188,21 @@ static HcclResult zh_rt_local_init(const zh_rt_t *t, const char *buf, long len, 
     return r != HCCL_SUCCESS ? r : zh_comm_init(t->nranks, &info, rank, cfg, out);
 }
 
+/* Several servers: the root info over TCP (hccl_ranktable_net.c); rank 0
+ * serves it until its init returns, when every rank has joined. */
+static HcclResult zh_rt_net_init(const zh_rt_t *t, const char *buf, long len, uint32_t rank,
+                                 const HcclCommConfig *cfg, HcclComm *out)
+{
+    HcclRootInfo info;
+    zh_rt_srv_t *srv = NULL;
+    HcclResult r = zh_rt_net_meet(t, buf, len, rank, &info, &srv);
+    if (r == HCCL_SUCCESS) {
+        r = zh_comm_init(t->nranks, &info, rank, cfg, out);
+    }
+    zh_rt_net_stop(srv);
+    return r;
+}
+
 HcclResult zh_ranktable_init(const char *path, uint32_t rank, const HcclCommConfig *cfg,
                              HcclComm *out)
 {

@@ -236,33 +236,12 @@ static inline int zh_mac_equal(const uint8_t *a, const uint8_t *b)
 /** Send or receive exactly n bytes (honouring the socket's timeouts). */
 int zh_io_full(int fd, void *buf, size_t n, int writing);
 
-/* How every pending-client record (root listener, rank-table server)
- * starts: its socket and when it was accepted. */
-typedef struct {
-    int fd;
-    uint64_t since; /* zc_time_ns at accept */
-} zh_pend_head_t;
-
-/** A full table of pending clients: *npend records of size bytes, the
- *  oldest first, each starting with a zh_pend_head_t. Evict the oldest (close
- *  it, shift the rest down) when it is ZH_PEND_MIN_AGE_MS old or more and
- *  return its age in ms; else -1 and nothing changed. */
-long long zh_pend_evict(void *pend, size_t size, int *npend);
-
 /** How many pending clients a listener may hold, given `held` descriptors
  *  it keeps besides (listener, joined ranks): what the descriptor limit
  *  leaves after what was open at first use and ZH_FD_HEADROOM, at most
  *  ZH_MAX_PENDING, at least ZH_PEND_MIN. The first call raises the soft
  *  descriptor limit to the hard one. */
 int zh_pend_cap(int held);
-
-/** Accept one client of lfd into a pending table (zh_pend_evict's layout)
- *  that may hold cap: when full, room is made by evicting the oldest (at
- *  least ZH_PEND_MIN_AGE_MS old), else the newcomer is closed without a
- *  word (-2); when the process is out of descriptors, the oldest is evicted
- *  to take it. Returns the non-blocking fd (the caller adds the record), -2,
- *  or -1 when no client can be taken now. */
-int zh_pend_accept(int lfd, void *pend, size_t size, int *npend, int cap);
 
 /** Between attempts to reach a server: sleep a random time in [*ms / 2, *ms]
  *  (never past deadline, in zc_time_ns), then double *ms up to

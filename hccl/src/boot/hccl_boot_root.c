@@ -50,21 +50,18 @@
 
 #include "zc/config.h"
 #include "zc/log.h"
+#include "zc/pollsrv.h"
 #include "zc/sync.h"
 
 typedef struct {
-    int fd;
-    uint64_t since; /* accepted at */
+    zc_pend_t head;
     uint8_t nonce[ZH_NONCE_LEN];
     size_t got;
     zh_hello_t h;
 } zh_pending_t;
-_Static_assert(offsetof(zh_pending_t, fd) == offsetof(zh_pend_head_t, fd) &&
-                   offsetof(zh_pending_t, since) == offsetof(zh_pend_head_t, since),
-               "a pending client starts with zh_pend_head_t (zh_pend_evict)");
 
 typedef struct {
-    int lfd;
+    zc_pollsrv_t ps; /* the listener and the pending table */
     uint8_t uuid[16];
     uint64_t deadline;
     int conn[ZH_MAX_COMM_RANKS];
@@ -77,10 +74,8 @@ typedef struct {
     uint8_t *addr[ZH_MAX_COMM_RANKS]; /* transport addresses from the ready reports */
     uint32_t addr_len[ZH_MAX_COMM_RANKS];
     zh_pending_t pend[ZH_MAX_PENDING]; /* in accept order: the oldest first */
-    int npend;
-    unsigned dropped; /* clients refused at accept, for rate-limited logs */
-    unsigned evicted; /* pending clients evicted for a newcomer */
-    unsigned bad;     /* hellos that failed the proof */
+    unsigned dropped;                  /* clients refused at accept, for rate-limited logs */
+    unsigned bad;                      /* hellos that failed the proof */
     /* One poll round's set: listener, pending clients, joined ranks. */
     struct pollfd pfd[1 + ZH_MAX_PENDING + ZH_MAX_COMM_RANKS];
     int rank_of[1 + ZH_MAX_PENDING + ZH_MAX_COMM_RANKS];
@@ -145,22 +140,22 @@ static void zh_srv_hello(zh_server_t *s, zh_pending_t *p)
                     "version %u): refused, not of this session (later ones counted)",
                     (int)h->entry.pid, h->magic, h->version);
         }
-        zh_send_status(p->fd, ZH_MSG_TABLE, ZC_ERR_INVAL);
-        close(p->fd);
+        zh_send_status(p->head.fd, ZH_MSG_TABLE, ZC_ERR_INVAL);
+        close(p->head.fd);
         return;
     }
-    int fl = fcntl(p->fd, F_GETFL);
-    (void)fcntl(p->fd, F_SETFL, fl & ~O_NONBLOCK);
-    zh_sock_timeouts(p->fd, ZH_IO_TIMEOUT_MS);
+    int fl = fcntl(p->head.fd, F_GETFL);
+    (void)fcntl(p->head.fd, F_SETFL, fl & ~O_NONBLOCK);
+    zh_sock_timeouts(p->head.fd, ZH_IO_TIMEOUT_MS);
     if (s->failed != ZC_OK) {
-        zh_send_status(p->fd, ZH_MSG_TABLE, s->failed);
-        close(p->fd);
+        zh_send_status(p->head.fd, ZH_MSG_TABLE, s->failed);
+        close(p->head.fd);
         return;
     }
     int st = zh_srv_check(s, h);
     if (st != ZC_OK) {
-        zh_send_status(p->fd, ZH_MSG_TABLE, st);
-        close(p->fd);
+        zh_send_status(p->head.fd, ZH_MSG_TABLE, st);
+        close(p->head.fd);
         zh_srv_fail(s, st);
         return;
     }
@@ -168,90 +163,90 @@ static void zh_srv_hello(zh_server_t *s, zh_pending_t *p)
         s->first = *h;
         s->have_first = 1;
     }
-    s->conn[h->rank] = p->fd;
+    s->conn[h->rank] = p->head.fd;
     s->hello[h->rank] = *h;
     memcpy(s->nonce[h->rank], p->nonce, ZH_NONCE_LEN);
     s->joined++;
 }
 
-/* Take every waiting connection: refuse other uids, challenge ours. The
- * pending table holds what the descriptor limit leaves (zh_pend_cap); a
- * connection whose host or uid cannot be told now (out of descriptors) is
- * closed without a verdict, so a real rank retries instead of taking a
- * refusal. */
-static void zh_srv_accept(zh_server_t *s)
+/* A newcomer closed for want of room (zc_pollsrv_accept). */
+static void zh_srv_full(zc_pollsrv_t *ps, int cap)
 {
-    for (;;) {
-        int cap = zh_pend_cap(1 + s->joined);
-        int fd = zh_pend_accept(s->lfd, s->pend, sizeof(s->pend[0]), &s->npend, cap);
-        if (fd == -2) {
-            if (s->dropped++ < 4) {
-                ZC_WARN(ZC_SUB_BOOT,
-                        "root: %d connections owe a hello (the most the descriptor limit "
-                        "leaves), none %d ms old; one more dropped (later ones counted)",
-                        cap, ZH_PEND_MIN_AGE_MS);
-            }
-            continue;
-        }
-        if (fd < 0) {
-            return;
-        }
-        uint32_t uid = 0;
-        const char *why = NULL;
-        struct sockaddr_in peer;
-        socklen_t plen = sizeof(peer);
-        int local =
-            getpeername(fd, (struct sockaddr *)&peer, &plen) != 0 || peer.sin_family != AF_INET
-                ? 1
-                : zh_addr_is_local(&peer);
-        int got = local == 1 ? zh_tcp_peer_uid(fd, &uid) : 0;
-        if (local < 0 || got == -2) {
-            close(fd); /* no verdict now: a real rank retries */
-            continue;
-        }
-        if (local == 0) {
-            /* Another host: no uid can be proven; the hello's mac (holding
-             * the unique id) is the only admission. */
-            uid = (uint32_t)getuid();
-        } else if (got != 0) {
-            why = "whose uid is unknown (not a local socket)";
-        } else if (uid != (uint32_t)getuid()) {
-            why = "of another uid";
-        }
-        if (why != NULL) {
-            if (s->dropped++ < 4) {
-                ZC_WARN(ZC_SUB_BOOT, "root: refused a client %s (uid %u, ours %u)", why,
-                        (unsigned)uid, (unsigned)getuid());
-            }
-            zh_reply_t rep = {ZH_MSG_TABLE, ZC_ERR_PERM, 0, 0};
-            (void)send(fd, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT);
-            close(fd);
-            continue;
-        }
-        zh_pending_t *p = &s->pend[s->npend];
-        memset(p, 0, sizeof(*p));
-        p->fd = fd;
-        p->since = zc_time_ns();
-        zh_chal_t ch = {ZH_MSG_CHAL, ZH_BOOT_VERSION, {0}};
-        if (zc_random_bytes(p->nonce, ZH_NONCE_LEN) != 0) {
-            ZC_WARN(ZC_SUB_BOOT, "root: getrandom failed (errno %d)", errno);
-            close(fd);
-            continue;
-        }
-        memcpy(ch.nonce, p->nonce, ZH_NONCE_LEN);
-        if (send(fd, &ch, sizeof(ch), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(ch)) {
-            close(fd);
-            continue;
-        }
-        s->npend++;
+    zh_server_t *s = ps->ctx;
+    if (s->dropped++ < 4) {
+        ZC_WARN(ZC_SUB_BOOT,
+                "root: %d connections owe a hello (the most the descriptor limit "
+                "leaves), none %d ms old; one more dropped (later ones counted)",
+                cap, ZH_PEND_MIN_AGE_MS);
     }
+}
+
+/* Refuse a client of another uid (with a word) or one whose host or uid
+ * cannot be told now (out of descriptors: closed without a verdict, so a
+ * real rank retries instead of taking a refusal); returns 1 when fd is closed. */
+static int zh_srv_refuse(zh_server_t *s, int fd)
+{
+    uint32_t uid = 0;
+    const char *why = NULL;
+    struct sockaddr_in peer;
+    socklen_t plen = sizeof(peer);
+    int local = getpeername(fd, (struct sockaddr *)&peer, &plen) != 0 || peer.sin_family != AF_INET
+                    ? 1
+                    : zh_addr_is_local(&peer);
+    int got = local == 1 ? zh_tcp_peer_uid(fd, &uid) : 0;
+    if (local < 0 || got == -2) {
+        close(fd); /* no verdict now: a real rank retries */
+        return 1;
+    }
+    if (local == 0) {
+        /* Another host: no uid can be proven; the hello's mac (holding
+         * the unique id) is the only admission. */
+        return 0;
+    }
+    if (got != 0) {
+        why = "whose uid is unknown (not a local socket)";
+    } else if (uid != (uint32_t)getuid()) {
+        why = "of another uid";
+    }
+    if (why == NULL) {
+        return 0;
+    }
+    if (s->dropped++ < 4) {
+        ZC_WARN(ZC_SUB_BOOT, "root: refused a client %s (uid %u, ours %u)", why, (unsigned)uid,
+                (unsigned)getuid());
+    }
+    zh_reply_t rep = {ZH_MSG_TABLE, ZC_ERR_PERM, 0, 0};
+    (void)send(fd, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT);
+    close(fd);
+    return 1;
+}
+
+/* A waiting connection (zc_pollsrv_accept): refuse other uids, challenge
+ * ours and hold it pending until its hello is in. */
+static void zh_srv_admit(zc_pollsrv_t *ps, int fd)
+{
+    if (zh_srv_refuse(ps->ctx, fd)) {
+        return;
+    }
+    zh_chal_t ch = {ZH_MSG_CHAL, ZH_BOOT_VERSION, {0}};
+    if (zc_random_bytes(ch.nonce, ZH_NONCE_LEN) != 0) {
+        ZC_WARN(ZC_SUB_BOOT, "root: getrandom failed (errno %d)", errno);
+        close(fd);
+        return;
+    }
+    if (send(fd, &ch, sizeof(ch), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(ch)) {
+        close(fd);
+        return;
+    }
+    zh_pending_t *p = zc_pollsrv_add(ps, fd);
+    memcpy(p->nonce, ch.nonce, ZH_NONCE_LEN);
 }
 
 /* Read what pending p has sent; returns 1 when its hello is complete, -1 when
  * it is gone, 0 otherwise. */
 static int zh_srv_read(zh_pending_t *p)
 {
-    ssize_t r = recv(p->fd, (char *)&p->h + p->got, sizeof(p->h) - p->got, MSG_DONTWAIT);
+    ssize_t r = recv(p->head.fd, (char *)&p->h + p->got, sizeof(p->h) - p->got, MSG_DONTWAIT);
     if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
         return 0;
     }
@@ -262,18 +257,31 @@ static int zh_srv_read(zh_pending_t *p)
     return p->got == sizeof(p->h) ? 1 : 0;
 }
 
+/* A pending client sent something (zc_pollsrv_sweep). */
+static int zh_srv_readable(zc_pollsrv_t *ps, void *rec)
+{
+    zh_pending_t *p = rec;
+    int got = zh_srv_read(p);
+    if (got == 1) {
+        zh_srv_hello(ps->ctx, p); /* its socket: closed, or a joined rank's */
+        return ZC_PEND_TAKEN;
+    }
+    return got < 0 ? ZC_PEND_CLOSE : ZC_PEND_KEEP;
+}
+
+static const zc_pollsrv_ops_t zh_srv_ops = {.evict_ns = ZH_PEND_MIN_AGE_MS * 1000000ull,
+                                            .admit = zh_srv_admit,
+                                            .ready = zh_srv_readable,
+                                            .full = zh_srv_full};
+
 /* One poll round over the listener, pending clients and joined ranks. */
 static void zh_srv_round(zh_server_t *s)
 {
     struct pollfd *pfd = s->pfd;
     int *rank_of = s->rank_of;
-    int n = 0;
     uint64_t now = zc_time_ns();
     uint64_t wake = ZC_MIN(s->deadline, now + 200000000ull);
-    pfd[n++] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
-    for (int i = 0; i < s->npend; i++) {
-        pfd[n++] = (struct pollfd){.fd = s->pend[i].fd, .events = POLLIN};
-    }
+    int n = zc_pollsrv_fds(&s->ps, pfd);
     int first_rank = n;
     for (int r = 0; r < ZH_MAX_COMM_RANKS; r++) {
         if (s->conn[r] >= 0) {
@@ -294,27 +302,9 @@ static void zh_srv_round(zh_server_t *s)
             zh_srv_fail(s, ZC_ERR_REMOTE);
         }
     }
-    int kept = 0;
-    for (int i = 0; i < s->npend; i++) {
-        zh_pending_t *p = &s->pend[i];
-        int got = pfd[1 + i].revents != 0 ? zh_srv_read(p) : 0;
-        if (got == 1) {
-            zh_srv_hello(s, p);
-            continue;
-        }
-        if (got < 0) {
-            close(p->fd);
-            continue;
-        }
-        if (kept != i) {
-            s->pend[kept] = *p;
-        }
-        kept++;
-    }
-    s->npend = kept;
-    if (pfd[0].revents & POLLIN) {
-        zh_srv_accept(s);
-    }
+    zc_pollsrv_sweep(&s->ps, pfd);
+    /* The pending table holds what the descriptor limit leaves. */
+    zc_pollsrv_accept(&s->ps, pfd, zh_pend_cap(1 + s->joined));
 }
 
 /* Send rank r the table with its mac. */
@@ -462,15 +452,13 @@ static void *zh_srv_main(void *arg)
         zh_srv_round(s);
     }
     /* Whatever happens next, this root info admits nobody else. */
-    close(s->lfd);
-    for (int i = 0; i < s->npend; i++) {
-        close(s->pend[i].fd);
-    }
-    if (s->bad > 1 || s->evicted > 0 || s->dropped > 0) {
+    close(s->ps.lfd);
+    zc_pollsrv_close(&s->ps);
+    if (s->bad > 1 || s->ps.evicted > 0 || s->dropped > 0) {
         ZC_WARN(ZC_SUB_BOOT,
                 "root: this session refused %u hellos without the proof, evicted %u clients "
                 "owing a hello, refused or dropped %u at accept, closed %d still owing one",
-                s->bad, s->evicted, s->dropped, s->npend);
+                s->bad, s->ps.evicted, s->dropped, s->ps.npend);
     }
     if (!s->have_first || s->failed != ZC_OK || s->joined != (int)s->first.nranks) {
         if (s->failed == ZC_OK && s->have_first) {
@@ -504,7 +492,7 @@ static int zh_boot_root_serve(int lfd, const uint8_t uuid[16], uint64_t deadline
         close(lfd);
         return ZC_ERR_NOMEM;
     }
-    s->lfd = lfd;
+    s->ps = (zc_pollsrv_t){lfd, s->pend, sizeof(s->pend[0]), &zh_srv_ops, s, 0, 0};
     zh_key_with_secret(uuid, 'S', s->uuid); /* ZCCL_JOB_SECRET, when set */
     s->deadline = deadline_ns;
     for (int r = 0; r < ZH_MAX_COMM_RANKS; r++) {

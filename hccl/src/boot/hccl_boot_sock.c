@@ -1,9 +1,9 @@
 /*
  * The socket helpers of bootstrap and rendezvous (declared in hccl_boot.h):
  * exact reads and writes, bounded non-blocking connects, who is at the
- * other end of a TCP connection (this host? which uid?), and what every
- * listener shares (the pending-client table's eviction, its descriptor
- * budget, accept under a flood) and every client (the retry backoff).
+ * other end of a TCP connection (this host? which uid?), a listener's
+ * descriptor budget (its pending table and accept are zc/pollsrv.h) and
+ * every client's retry backoff.
  *
  * Descriptors. A flood of silent connections must run the attacker out of
  * descriptors, not us: the first use raises the soft RLIMIT_NOFILE to the
@@ -203,21 +203,6 @@ int zh_addr_is_local(const struct sockaddr_in *sa)
     return local;
 }
 
-long long zh_pend_evict(void *pend, size_t size, int *npend)
-{
-    unsigned char *b = pend;
-    zh_pend_head_t oldest;
-    memcpy(&oldest, b, sizeof(oldest));
-    uint64_t age_ns = zc_time_ns() - oldest.since;
-    if (age_ns < ZH_PEND_MIN_AGE_MS * 1000000ull) {
-        return -1;
-    }
-    close(oldest.fd);
-    (*npend)--;
-    memmove(b, b + size, size * (size_t)*npend);
-    return (long long)(age_ns / 1000000ull);
-}
-
 static pthread_once_t zh_fd_once = PTHREAD_ONCE_INIT;
 static long zh_fd_soft = 1024;
 static long zh_fd_base = 0;
@@ -255,27 +240,6 @@ int zh_pend_cap(int held)
     pthread_once(&zh_fd_once, zh_fd_raise);
     long cap = zh_fd_soft - zh_fd_base - ZH_FD_HEADROOM - held;
     return (int)ZC_MAX(ZC_MIN(cap, (long)ZH_MAX_PENDING), (long)ZH_PEND_MIN);
-}
-
-int zh_pend_accept(int lfd, void *pend, size_t size, int *npend, int cap)
-{
-    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
-        /* Out of descriptors all the same (other threads): make one. */
-        if (*npend == 0 || zh_pend_evict(pend, size, npend) < 0) {
-            usleep(10000); /* nothing to evict yet: the listener stays readable */
-            return -1;
-        }
-        fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    }
-    if (fd < 0) {
-        return -1;
-    }
-    if (*npend >= cap && zh_pend_evict(pend, size, npend) < 0) {
-        close(fd); /* without a word: a real client takes that as "try again" */
-        return -2;
-    }
-    return fd;
 }
 
 void zh_backoff(uint32_t *ms, uint64_t deadline)

@@ -58,9 +58,14 @@ int zh_rt_parse(zh_rt_t *t, const char *buf, long len);
  * (logged) when it has none. */
 int zh_rt_server_ip(const zh_rt_t *t, uint32_t s, char ip[ZH_RT_IP_MAX]);
 
-/* Rendezvous of a table naming several servers: rank 0 serves the root
- * info on its server's address, the others fetch it (hccl_ranktable_net.c). */
-HcclResult zh_rt_net_init(const zh_rt_t *t, const char *buf, long len, uint32_t rank,
-                          const HcclCommConfig *cfg, HcclComm *out);
+/* Rendezvous of a table naming several servers (hccl_ranktable_net.c): the
+ * root info for every rank into *info. Rank 0 makes it and serves it on its
+ * server's address from a thread, *srv, until zh_rt_net_stop (once every
+ * rank has joined); the others fetch it (*srv NULL). */
+typedef struct zh_rt_srv zh_rt_srv_t;
+HcclResult zh_rt_net_meet(const zh_rt_t *t, const char *buf, long len, uint32_t rank,
+                          HcclRootInfo *info, zh_rt_srv_t **srv);
+/* Stop serving and free srv (NULL: nothing). */
+void zh_rt_net_stop(zh_rt_srv_t *srv);
 
 #endif /* HCCL_RANKTABLE_H */

@@ -300,8 +300,7 @@ static int zh_hier_task(void *arg)
     zh_hjob_t *j = arg;
     zh_comm_t *c = j->c;
     zh_hier_t *h = c->hier;
-    int prev = zc_log_get_rank();
-    zc_log_set_rank(c->rank);
+    int prev = zc_log_rank_enter(c->rank);
     j->ran = 1;
     int st = j->items == NULL ? zh_hier_turn(c, j->seq) : ZC_OK;
     int disagree = 0;
@@ -332,7 +331,7 @@ static int zh_hier_task(void *arg)
     if (j->items == NULL) {
         atomic_store_explicit(&h->done, j->seq, memory_order_release);
     }
-    zc_log_set_rank(prev);
+    zc_log_rank_leave(prev, c->rank);
     return (int)r;
 }
 

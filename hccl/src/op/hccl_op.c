@@ -114,10 +114,7 @@ static int zh_op_try_inline(zh_comm_t *c, zh_task_t *t, HcclResult *r)
         atomic_load_explicit(&c->async_error, memory_order_acquire) != HCCL_SUCCESS) {
         return 0;
     }
-    int prev_rank = zc_log_get_rank();
-    if (prev_rank != c->rank) {
-        zc_log_set_rank(c->rank); /* an atomic read-modify-write: not per op */
-    }
+    int prev_rank = zc_log_rank_enter(c->rank);
     zh_prof_snap_t snap;
     zh_prof_begin(c, &snap);
     zh_op_post(c, t);
@@ -138,9 +135,7 @@ static int zh_op_try_inline(zh_comm_t *c, zh_task_t *t, HcclResult *r)
      * every attempt spin in vain: after a miss skip 1, 2, 4 ... attempts. */
     c->inline_backoff = done ? 0 : ZC_MIN(ZC_MAX(2 * c->inline_backoff, 1u), ZH_INLINE_BACKOFF_MAX);
     c->inline_skip = c->inline_backoff;
-    if (prev_rank != c->rank) {
-        zc_log_set_rank(prev_rank);
-    }
+    zc_log_rank_leave(prev_rank, c->rank);
     return done;
 }
 

@@ -96,8 +96,7 @@ int zh_op_task(void *arg)
 {
     zh_task_t *t = arg;
     zh_comm_t *c = t->comm;
-    int prev_rank = zc_log_get_rank();
-    zc_log_set_rank(c->rank);
+    int prev_rank = zc_log_rank_enter(c->rank);
     int st = t->step == ZH_STEP_POSTED ? ZC_OK : zh_op_wait_turn(c, t->seq);
     int err = atomic_load_explicit(&c->async_error, memory_order_acquire);
     HcclResult r;
@@ -122,7 +121,7 @@ int zh_op_task(void *arg)
     }
     t->step = ZH_STEP_RETIRED;
     zh_op_retire(c, t->seq);
-    zc_log_set_rank(prev_rank);
+    zc_log_rank_leave(prev_rank, c->rank);
     return (int)r;
 }
 

@@ -412,8 +412,7 @@ static int zh_p2p_task(void *arg)
     zh_p2p_task_t *t = arg;
     zh_batch_t *b = t->b;
     zh_comm_t *c = b->comm;
-    int prev = zc_log_get_rank();
-    zc_log_set_rank(c->rank);
+    int prev = zc_log_rank_enter(c->rank);
     t->ran = 1;
     int err = atomic_load_explicit(&c->async_error, memory_order_acquire);
     HcclResult r;
@@ -434,7 +433,7 @@ static int zh_p2p_task(void *arg)
             zh_prof_p2p(c, &b->items[0].it, sizeof(b->items[0]), b->n, &b->prof, &snap, r);
         }
     }
-    zc_log_set_rank(prev);
+    zc_log_rank_leave(prev, c->rank);
     return (int)r;
 }
 

@@ -12,10 +12,10 @@
  * range, validate flag and allowed pids. A token is (pid << 42) | (nonce <<
  * 22) | 22 random bits, so it names its owner and its broker.
  *
- * Serving: the thread polls the listening socket and every pending client at
- * once. A client of another uid (SO_PEERCRED, read at accept) is closed at
- * once without a word; a client of our uid has VMM_BROKER_REQ_MS from accept
- * to send its one request, else it is dropped. A request is checked
+ * Serving (zc/pollsrv.h): the thread polls the listening socket and every
+ * pending client at once. A client of another uid (SO_PEERCRED, read at
+ * accept) is closed at once without a word; a client of our uid has
+ * VMM_BROKER_REQ_MS from accept to send its one request, else it is dropped. A request is checked
  * (malformed: ZC_ERR_INVAL; pid not on the allow list of a validating offer:
  * ZC_ERR_PERM; unknown token: ZC_ERR_NOT_FOUND) and answered, with a dup of
  * the fd (SCM_RIGHTS) when it is granted. So no client, silent or hostile,
@@ -30,6 +30,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -43,6 +44,7 @@
 
 #include "zc/export.h"
 #include "zc/log.h"
+#include "zc/pollsrv.h"
 #include "zc/status.h"
 #include "zc/sync.h"
 #include "zccl/vmm_ext.h"
@@ -286,75 +288,82 @@ static void vmm_broker_serve(int conn, pid_t pid)
 }
 
 typedef struct {
-    int fd;
+    zc_pend_t head; /* its request due by head.since + VMM_BROKER_REQ_MS */
     pid_t pid;
-    uint64_t deadline; /* zc_time_ns() by which its request must be in */
 } vmm_client_t;
 
-/* Accept every waiting client: other uids are closed at once, ours queued. */
-static void vmm_broker_accept(int lfd, vmm_client_t *cl, int *ncl)
+/* A waiting client (zc_pollsrv_accept): other uids are closed at once, ours
+ * queued while there is room. */
+static void vmm_broker_admit(zc_pollsrv_t *s, int conn)
 {
     static unsigned foreign; /* how many other-uid clients were dropped */
-    for (;;) {
-        int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (conn < 0) {
-            if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS) {
-                ZC_WARN(ZC_SUB_BROKER, "broker: accept failed (errno %d), retrying", errno);
-                usleep(10000); /* out of fds or memory: back off instead of spinning */
-            }
-            return;
+    struct ucred cred;
+    memset(&cred, 0, sizeof(cred));
+    socklen_t clen = sizeof(cred);
+    if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 || cred.uid != getuid()) {
+        /* Log the first few; a flood must not flood the log too. */
+        if (foreign++ < 4) {
+            ZC_WARN(ZC_SUB_BROKER, "broker: dropped pid %d of uid %u (not ours, %u)", (int)cred.pid,
+                    (unsigned)cred.uid, (unsigned)getuid());
         }
-        struct ucred cred;
-        memset(&cred, 0, sizeof(cred));
-        socklen_t clen = sizeof(cred);
-        if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 || cred.uid != getuid()) {
-            /* Log the first few; a flood must not flood the log too. */
-            if (foreign++ < 4) {
-                ZC_WARN(ZC_SUB_BROKER, "broker: dropped pid %d of uid %u (not ours, %u)",
-                        (int)cred.pid, (unsigned)cred.uid, (unsigned)getuid());
-            }
-            close(conn);
-            continue;
-        }
-        if (*ncl == VMM_BROKER_MAX_CLIENTS) {
-            ZC_WARN(ZC_SUB_BROKER, "broker: %d clients pending, dropped pid %d",
-                    VMM_BROKER_MAX_CLIENTS, (int)cred.pid);
-            close(conn);
-            continue;
-        }
-        cl[(*ncl)++] =
-            (vmm_client_t){conn, cred.pid, zc_time_ns() + (uint64_t)VMM_BROKER_REQ_MS * 1000000ull};
+        close(conn);
+        return;
     }
+    if (s->npend == VMM_BROKER_MAX_CLIENTS) {
+        ZC_WARN(ZC_SUB_BROKER, "broker: %d clients pending, dropped pid %d", VMM_BROKER_MAX_CLIENTS,
+                (int)cred.pid);
+        close(conn);
+        return;
+    }
+    vmm_client_t *c = zc_pollsrv_add(s, conn);
+    c->pid = cred.pid;
 }
 
-/* Poll timeout (ms) until the earliest client deadline, -1 for none. */
-static int vmm_broker_wait_ms(const vmm_client_t *cl, int ncl)
+/* A readable client (zc_pollsrv_sweep): one request, one answer, closed. */
+static int vmm_broker_readable(zc_pollsrv_t *s, void *rec)
 {
-    if (ncl == 0) {
-        return -1;
-    }
-    uint64_t now = zc_time_ns();
-    uint64_t first = cl[0].deadline;
-    for (int i = 1; i < ncl; i++) {
-        first = ZC_MIN(first, cl[i].deadline);
-    }
-    return first <= now ? 0 : (int)((first - now) / 1000000ull) + 1;
+    const vmm_client_t *c = rec;
+    (void)s;
+    vmm_broker_serve(c->head.fd, c->pid);
+    return ZC_PEND_CLOSE;
 }
 
 static unsigned vmm_broker_silent; /* silent clients dropped, for rate-limited logs */
 
+static void vmm_broker_expired(zc_pollsrv_t *s, const void *rec)
+{
+    const vmm_client_t *c = rec;
+    (void)s;
+    /* Log the first few; a flood must not flood the log too. */
+    if (vmm_broker_silent++ < 4) {
+        ZC_WARN(ZC_SUB_BROKER, "broker: no request from pid %d within %d ms, dropped", (int)c->pid,
+                VMM_BROKER_REQ_MS);
+    }
+}
+
+/* Out of descriptors or memory: zc_pollsrv_accept backs off instead of spinning. */
+static void vmm_broker_starved(zc_pollsrv_t *s, int err)
+{
+    (void)s;
+    ZC_WARN(ZC_SUB_BROKER, "broker: accept failed (errno %d), retrying", err);
+}
+
+static const zc_pollsrv_ops_t vmm_broker_ops = {
+    .evict_ns = UINT64_MAX, /* a full table turns the newcomer away */
+    .limit_ns = VMM_BROKER_REQ_MS * 1000000ull,
+    .admit = vmm_broker_admit,
+    .ready = vmm_broker_readable,
+    .expired = vmm_broker_expired,
+    .starved = vmm_broker_starved};
+
 static void *vmm_broker_main(void *arg)
 {
-    int lfd = (int)(intptr_t)arg;
     vmm_client_t cl[VMM_BROKER_MAX_CLIENTS];
-    int ncl = 0;
+    zc_pollsrv_t s = {(int)(intptr_t)arg, cl, sizeof(cl[0]), &vmm_broker_ops, NULL, 0, 0};
     for (;;) {
         struct pollfd pfd[VMM_BROKER_MAX_CLIENTS + 1];
-        pfd[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
-        for (int i = 0; i < ncl; i++) {
-            pfd[i + 1] = (struct pollfd){.fd = cl[i].fd, .events = POLLIN};
-        }
-        int rc = poll(pfd, (nfds_t)ncl + 1, vmm_broker_wait_ms(cl, ncl));
+        int n = zc_pollsrv_fds(&s, pfd);
+        int rc = poll(pfd, (nfds_t)n, zc_pollsrv_wait_ms(&s));
         if (rc < 0 && errno != EINTR) {
             ZC_WARN(ZC_SUB_BROKER, "broker: poll failed (errno %d)", errno);
             usleep(10000);
@@ -363,28 +372,9 @@ static void *vmm_broker_main(void *arg)
         if (pfd[0].revents & POLLNVAL) {
             return NULL; /* the socket is gone: nothing left to serve */
         }
-        uint64_t now = zc_time_ns();
-        int kept = 0;
-        for (int i = 0; i < ncl; i++) {
-            short ev = rc > 0 ? pfd[i + 1].revents : 0;
-            if (ev != 0) {
-                vmm_broker_serve(cl[i].fd, cl[i].pid);
-            } else if (now >= cl[i].deadline) {
-                /* Log the first few; a flood must not flood the log too. */
-                if (vmm_broker_silent++ < 4) {
-                    ZC_WARN(ZC_SUB_BROKER, "broker: no request from pid %d within %d ms, dropped",
-                            (int)cl[i].pid, VMM_BROKER_REQ_MS);
-                }
-            } else {
-                cl[kept++] = cl[i];
-                continue;
-            }
-            close(cl[i].fd);
-        }
-        ncl = kept;
-        if (rc > 0 && (pfd[0].revents & POLLIN)) {
-            vmm_broker_accept(lfd, cl, &ncl);
-        }
+        zc_pollsrv_sweep(&s, pfd);
+        /* No cap here: the admission turns a newcomer away, naming its pid. */
+        zc_pollsrv_accept(&s, pfd, INT_MAX);
     }
     return NULL;
 }

@@ -6,9 +6,9 @@
  * the server_id resolves to) at port ZCCL_RANKTABLE_PORT, until its init
  * returns (by then every rank has joined). The others connect there
  * (non-blocking, retrying refusals and silence with jittered backoff until
- * HCCL_CONNECT_TIMEOUT: rank 0 may start last), fetch the root info, and all
- * run the root-info init, whose listener binds HCCL_IF_IP /
- * HCCL_SOCKET_IFNAME when set, else rank 0's server address.
+ * HCCL_CONNECT_TIMEOUT: rank 0 may start last) and fetch the root info; all
+ * then run the root-info init (hccl_ranktable_init.c), whose listener binds
+ * HCCL_IF_IP / HCCL_SOCKET_IFNAME when set, else rank 0's server address.
  *
  * What a fetch exposes, and the guard. The root info's unique id admits a
  * rank to the session (hccl_boot.h), so it must not go to whoever reaches
@@ -49,6 +49,7 @@
 
 #include "zc/config.h"
 #include "zc/log.h"
+#include "zc/pollsrv.h"
 #include "zc/sync.h"
 
 #define ZH_RT_MSG_REQ 0x5a435251u /* "ZCRQ" */
@@ -77,29 +78,25 @@ typedef struct {
 _Static_assert(sizeof(zh_rt_rep_t) == 24 + HCCL_ROOT_INFO_BYTES + ZH_MAC_LEN, "packed reply");
 
 typedef struct {
-    int fd;
-    uint64_t since; /* accepted at */
+    zc_pend_t head;
     size_t got;
     int remote;    /* from another host: must come from its rank's server */
     uint32_t addr; /* its IPv4 address (network order) */
     zh_rt_req_t req;
 } zh_rt_pend_t;
-_Static_assert(offsetof(zh_rt_pend_t, fd) == offsetof(zh_pend_head_t, fd) &&
-                   offsetof(zh_rt_pend_t, since) == offsetof(zh_pend_head_t, since),
-               "a pending client starts with zh_pend_head_t (zh_pend_evict)");
 
-typedef struct {
-    int lfd;
+struct zh_rt_srv {
+    zc_pollsrv_t ps; /* the listener and the pending table */
+    pthread_t th;
     atomic_int stop;
     uint8_t key[16];
     HcclRootInfo info;
     zh_rt_pend_t pend[ZH_RT_PENDING]; /* in accept order: the oldest first */
-    int npend;
     unsigned refused;
     uint32_t nranks;
     uint32_t rank_ip[ZH_MAX_COMM_RANKS]; /* by rank: its server's IPv4 address (network order) */
     struct pollfd pfd[1 + ZH_RT_PENDING];
-} zh_rt_srv_t;
+};
 
 /* The key: 128 bits of keyed hash of the table file's bytes. */
 static void zh_rt_key(const char *buf, long len, uint8_t key[16])
@@ -158,87 +155,80 @@ static void zh_rt_srv_answer(zh_rt_srv_t *s, zh_rt_pend_t *p)
     }
     zh_rt_crypt(s->key, p->req.nonce, &rep);
     zh_rt_rep_mac(s->key, p->req.nonce, &rep, rep.mac);
-    (void)send(p->fd, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)send(p->head.fd, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT);
     ZC_DEBUG(ZC_SUB_INIT, "rank table server: root info sent to rank %u", p->req.rank);
 }
 
-/* Take every waiting connection; another uid of this host is refused, and
- * one whose host or uid cannot be told now (out of descriptors) is closed
- * without a verdict (the rank retries). The pending table holds what the
- * descriptor limit leaves (zh_pend_cap). */
-static void zh_rt_srv_accept(zh_rt_srv_t *s)
+/* A newcomer closed for want of room (zc_pollsrv_accept). */
+static void zh_rt_srv_full(zc_pollsrv_t *ps, int cap)
 {
-    for (;;) {
-        int fd = zh_pend_accept(s->lfd, s->pend, sizeof(s->pend[0]), &s->npend, zh_pend_cap(1));
-        if (fd == -2 && s->refused++ < 4) {
-            ZC_WARN(ZC_SUB_INIT, "rank table server: too many pending clients, none old enough "
-                                 "to evict; one dropped (later ones counted)");
-        }
-        if (fd == -2) {
-            continue;
-        }
-        if (fd < 0) {
-            return;
-        }
-        struct sockaddr_in peer;
-        socklen_t plen = sizeof(peer);
-        uint32_t uid = 0;
-        int local =
-            getpeername(fd, (struct sockaddr *)&peer, &plen) != 0 || peer.sin_family != AF_INET
-                ? 1
-                : zh_addr_is_local(&peer);
-        int got = local == 1 ? zh_tcp_peer_uid(fd, &uid) : 0;
-        if (local < 0 || got == -2 || (local == 1 && (got != 0 || uid != getuid()))) {
-            if (local == 1 && got != -2 && s->refused++ < 4) {
-                ZC_WARN(ZC_SUB_INIT, "rank table server: refused a client (not of our uid)");
-            }
-            close(fd); /* another uid, or no verdict now (the rank retries) */
-            continue;
-        }
-        zh_rt_pend_t *p = &s->pend[s->npend++];
-        memset(p, 0, sizeof(*p));
-        p->fd = fd;
-        p->since = zc_time_ns();
-        p->remote = local == 0;
-        p->addr = peer.sin_addr.s_addr;
+    zh_rt_srv_t *s = ps->ctx;
+    (void)cap;
+    if (s->refused++ < 4) {
+        ZC_WARN(ZC_SUB_INIT, "rank table server: too many pending clients, none old enough "
+                             "to evict; one dropped (later ones counted)");
     }
 }
 
+/* A waiting connection (zc_pollsrv_accept): another uid of this host is
+ * refused, and one whose host or uid cannot be told now (out of
+ * descriptors) is closed without a verdict (the rank retries). */
+static void zh_rt_srv_admit(zc_pollsrv_t *ps, int fd)
+{
+    zh_rt_srv_t *s = ps->ctx;
+    struct sockaddr_in peer;
+    socklen_t plen = sizeof(peer);
+    uint32_t uid = 0;
+    int local = getpeername(fd, (struct sockaddr *)&peer, &plen) != 0 || peer.sin_family != AF_INET
+                    ? 1
+                    : zh_addr_is_local(&peer);
+    int got = local == 1 ? zh_tcp_peer_uid(fd, &uid) : 0;
+    if (local < 0 || got == -2 || (local == 1 && (got != 0 || uid != getuid()))) {
+        if (local == 1 && got != -2 && s->refused++ < 4) {
+            ZC_WARN(ZC_SUB_INIT, "rank table server: refused a client (not of our uid)");
+        }
+        close(fd); /* another uid, or no verdict now (the rank retries) */
+        return;
+    }
+    zh_rt_pend_t *p = zc_pollsrv_add(ps, fd);
+    p->remote = local == 0;
+    p->addr = peer.sin_addr.s_addr;
+}
+
+/* A pending client sent something (zc_pollsrv_sweep): its request is
+ * answered once complete, and then it is closed, as it is when it leaves. */
+static int zh_rt_srv_readable(zc_pollsrv_t *ps, void *rec)
+{
+    zh_rt_pend_t *p = rec;
+    ssize_t r = recv(p->head.fd, (char *)&p->req + p->got, sizeof(p->req) - p->got, MSG_DONTWAIT);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+        return ZC_PEND_KEEP;
+    }
+    if (r <= 0) {
+        return ZC_PEND_CLOSE;
+    }
+    p->got += (size_t)r;
+    if (p->got < sizeof(p->req)) {
+        return ZC_PEND_KEEP;
+    }
+    zh_rt_srv_answer(ps->ctx, p);
+    return ZC_PEND_CLOSE;
+}
+
+/* Evicting as the root listener does (ZH_PEND_MIN_AGE_MS). */
+static const zc_pollsrv_ops_t zh_rt_srv_ops = {.evict_ns = ZH_PEND_MIN_AGE_MS * 1000000ull,
+                                               .admit = zh_rt_srv_admit,
+                                               .ready = zh_rt_srv_readable,
+                                               .full = zh_rt_srv_full};
+
 static void zh_rt_srv_round(zh_rt_srv_t *s)
 {
-    struct pollfd *pfd = s->pfd;
-    pfd[0] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
-    for (int i = 0; i < s->npend; i++) {
-        pfd[1 + i] = (struct pollfd){.fd = s->pend[i].fd, .events = POLLIN};
+    int n = zc_pollsrv_fds(&s->ps, s->pfd);
+    if (poll(s->pfd, (nfds_t)n, 50) <= 0) {
+        s->pfd[0].revents = 0;
     }
-    if (poll(pfd, (nfds_t)(1 + s->npend), 50) <= 0) {
-        pfd[0].revents = 0;
-    }
-    int kept = 0;
-    for (int i = 0; i < s->npend; i++) {
-        zh_rt_pend_t *p = &s->pend[i];
-        ssize_t r = 0;
-        if (pfd[1 + i].revents != 0) {
-            r = recv(p->fd, (char *)&p->req + p->got, sizeof(p->req) - p->got, MSG_DONTWAIT);
-            r = r < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : (r == 0 ? -1 : r);
-        }
-        p->got += r > 0 ? (size_t)r : 0;
-        if (p->got == sizeof(p->req)) {
-            zh_rt_srv_answer(s, p);
-        }
-        if (p->got == sizeof(p->req) || r < 0) {
-            close(p->fd);
-            continue;
-        }
-        if (kept != i) {
-            s->pend[kept] = *p;
-        }
-        kept++;
-    }
-    s->npend = kept;
-    if (pfd[0].revents & POLLIN) {
-        zh_rt_srv_accept(s);
-    }
+    zc_pollsrv_sweep(&s->ps, s->pfd);
+    zc_pollsrv_accept(&s->ps, s->pfd, zh_pend_cap(1)); /* what the descriptor limit leaves */
 }
 
 static void *zh_rt_srv_main(void *arg)
@@ -247,9 +237,7 @@ static void *zh_rt_srv_main(void *arg)
     while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
         zh_rt_srv_round(s);
     }
-    for (int i = 0; i < s->npend; i++) {
-        close(s->pend[i].fd);
-    }
+    zc_pollsrv_close(&s->ps);
     return NULL;
 }
 
@@ -299,40 +287,51 @@ static void zh_rt_srv_addrs(const zh_rt_t *t, zh_rt_srv_t *s)
     free(ip_of);
 }
 
-static HcclResult zh_rt_net_root(const zh_rt_t *t, const uint8_t key[16], const char *ip,
-                                 unsigned port, const HcclCommConfig *cfg, HcclComm *out)
+/* Rank 0: listen on ip:port, make the root info (its listener on ip) and
+ * serve it from a thread until zh_rt_net_stop. */
+static HcclResult zh_rt_net_serve(const zh_rt_t *t, const uint8_t key[16], const char *ip,
+                                  unsigned port, HcclRootInfo *info, zh_rt_srv_t **out)
 {
     zh_rt_srv_t *s = calloc(1, sizeof(*s));
     if (s == NULL) {
         return HCCL_E_MEMORY;
     }
-    HcclResult r = zh_rt_listen(t, ip, port, &s->lfd);
+    int lfd = -1;
+    HcclResult r = zh_rt_listen(t, ip, port, &lfd);
     if (r == HCCL_SUCCESS) {
         r = zh_result(zh_boot_root_create_at(&s->info, ip));
         if (r != HCCL_SUCCESS) {
-            close(s->lfd);
+            close(lfd);
         }
     }
     if (r != HCCL_SUCCESS) {
         free(s);
         return r;
     }
+    s->ps = (zc_pollsrv_t){lfd, s->pend, sizeof(s->pend[0]), &zh_rt_srv_ops, s, 0, 0};
     memcpy(s->key, key, sizeof(s->key));
     zh_rt_srv_addrs(t, s);
-    pthread_t th;
-    if (pthread_create(&th, NULL, zh_rt_srv_main, s) != 0) {
+    if (pthread_create(&s->th, NULL, zh_rt_srv_main, s) != 0) {
         ZC_WARN(ZC_SUB_INIT, "rank table %s: cannot start the rendezvous thread", t->path);
-        r = HCCL_E_INTERNAL;
-    } else {
-        ZC_INFO(ZC_SUB_INIT, "rank table %s: rank 0 serves the root info on %s:%u", t->path, ip,
-                port);
-        r = zh_comm_init(t->nranks, &s->info, 0, cfg, out);
-        atomic_store_explicit(&s->stop, 1, memory_order_release);
-        pthread_join(th, NULL);
+        close(lfd);
+        free(s);
+        return HCCL_E_INTERNAL;
     }
-    close(s->lfd);
+    ZC_INFO(ZC_SUB_INIT, "rank table %s: rank 0 serves the root info on %s:%u", t->path, ip, port);
+    *info = s->info;
+    *out = s;
+    return HCCL_SUCCESS;
+}
+
+void zh_rt_net_stop(zh_rt_srv_t *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    atomic_store_explicit(&s->stop, 1, memory_order_release);
+    pthread_join(s->th, NULL);
+    close(s->ps.lfd);
     free(s);
-    return r;
 }
 
 /* ---- the other ranks: the fetch --------------------------------------------------- */
@@ -414,9 +413,10 @@ static HcclResult zh_rt_net_fetch(const zh_rt_t *t, const uint8_t key[16], const
     }
 }
 
-HcclResult zh_rt_net_init(const zh_rt_t *t, const char *buf, long len, uint32_t rank,
-                          const HcclCommConfig *cfg, HcclComm *out)
+HcclResult zh_rt_net_meet(const zh_rt_t *t, const char *buf, long len, uint32_t rank,
+                          HcclRootInfo *info, zh_rt_srv_t **srv)
 {
+    *srv = NULL;
     char ip[ZH_RT_IP_MAX];
     if (zh_rt_server_ip(t, t->server_of[0], ip) != ZC_OK) {
         return HCCL_E_PARA;
@@ -426,10 +426,6 @@ HcclResult zh_rt_net_init(const zh_rt_t *t, const char *buf, long len, uint32_t 
     unsigned port = (unsigned)zc_config()->ranktable_port;
     ZC_INFO(ZC_SUB_INIT, "rank %u: rank table %s names %u servers: rendezvous on %s:%u", rank,
             t->path, t->nservers, ip, port);
-    if (rank == 0) {
-        return zh_rt_net_root(t, key, ip, port, cfg, out);
-    }
-    HcclRootInfo info;
-    HcclResult r = zh_rt_net_fetch(t, key, ip, port, rank, &info);
-    return r != HCCL_SUCCESS ? r : zh_comm_init(t->nranks, &info, rank, cfg, out);
+    return rank == 0 ? zh_rt_net_serve(t, key, ip, port, info, srv)
+                     : zh_rt_net_fetch(t, key, ip, port, rank, info);
 }
