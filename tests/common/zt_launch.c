@@ -330,42 +330,6 @@ int zt_env_open(zt_env_t *env, int rank, int nranks, const HcclRootInfo *root,
     return 0;
 }
 
-size_t zt_granularity(int device)
-{
-    aclrtPhysicalMemProp prop;
-    memset(&prop, 0, sizeof(prop));
-    prop.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    prop.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    prop.memAttr = ACL_HBM_MEM_HUGE;
-    prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = (uint32_t)device;
-    size_t g = 0;
-    if (aclrtMemGetAllocationGranularity(&prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g) !=
-            ACL_SUCCESS ||
-        g == 0) {
-        return 2u << 20;
-    }
-    return g;
-}
-
-aclrtDrvMemHandle zt_phys_alloc(int device, size_t bytes)
-{
-    aclrtPhysicalMemProp prop;
-    memset(&prop, 0, sizeof(prop));
-    prop.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    prop.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    prop.memAttr = ACL_HBM_MEM_HUGE;
-    prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = (uint32_t)device;
-    aclrtDrvMemHandle h = NULL;
-    aclError e = aclrtMallocPhysical(&h, bytes, &prop, 0);
-    if (e != ACL_SUCCESS) {
-        fprintf(stderr, "aclrtMallocPhysical(%zu) failed: %d\n", bytes, (int)e);
-        return NULL;
-    }
-    return h;
-}
-
 int zt_zc_open(zt_zc_t *z, HcclComm comm, int device, size_t block, int nblocks, int activate)
 {
     memset(z, 0, sizeof(*z));

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "hccl/hccl.h"
+#include "zt_phys.h" /* zt_granularity, zt_phys_alloc */
 
 /** Body of one rank: returns 0 on success (non-zero fails the launch). */
 typedef int (*zt_rank_fn)(int rank, int nranks, const HcclRootInfo *root, void *arg);
@@ -117,9 +118,6 @@ int zt_env_arena(zt_env_t *env, size_t half_bytes);
 /** Undo zt_env_arena and zt_env_open; returns 0 or -1 (a teardown call failed). */
 int zt_env_close(zt_env_t *env);
 
-/** Allocation granularity of physical memory on device. */
-size_t zt_granularity(int device);
-
 /**
  * Reserve nblocks * block bytes (block rounded up to the granularity), map a
  * new physical allocation per block, set the range on comm (collective) and,
@@ -129,9 +127,6 @@ int zt_zc_open(zt_zc_t *z, HcclComm comm, int device, size_t block, int nblocks,
 
 /** Deactivate, unset, unmap, free and release what zt_zc_open made. Returns 0 or -1. */
 int zt_zc_close(zt_zc_t *z, HcclComm comm);
-
-/** Physical allocation of bytes on device (granularity multiple); NULL on failure. */
-aclrtDrvMemHandle zt_phys_alloc(int device, size_t bytes);
 
 /* ---- scenarios ------------------------------------------------------------------- */
 
