@@ -330,6 +330,27 @@ int zt_env_open(zt_env_t *env, int rank, int nranks, const HcclRootInfo *root,
     return 0;
 }
 
+HcclResult zt_ramp_allreduce(zt_env_t *env, float *buf, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        buf[i] = (float)(env->rank + 1 + (int)(i % 7));
+    }
+    HcclResult r = HcclAllReduce(buf, buf, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, env->comm,
+                                 env->stream);
+    /* The stream reports an op's failure as an aclError; the comm keeps its HcclResult. */
+    if (r == HCCL_SUCCESS && aclrtSynchronizeStream(env->stream) != ACL_SUCCESS) {
+        HcclResult a = HCCL_SUCCESS;
+        HcclGetCommAsyncError(env->comm, &a);
+        r = a != HCCL_SUCCESS ? a : HCCL_E_INTERNAL;
+    }
+    return r;
+}
+
+float zt_ramp_sum(int n, size_t i)
+{
+    return (float)(n * (n + 1) / 2 + n * (int)(i % 7));
+}
+
 int zt_zc_open(zt_zc_t *z, HcclComm comm, int device, size_t block, int nblocks, int activate)
 {
     memset(z, 0, sizeof(*z));

@@ -119,6 +119,17 @@ int zt_env_arena(zt_env_t *env, size_t half_bytes);
 int zt_env_close(zt_env_t *env);
 
 /**
+ * One in-place fp32 SUM AllReduce of count elements x[i] = rank + 1 + i % 7 on
+ * env, synchronised. Returns HCCL_SUCCESS, the call's error, or after a failed
+ * sync the communicator's async error (HCCL_E_INTERNAL when it has none). The
+ * output is not checked: element i should be zt_ramp_sum(nranks, i).
+ */
+HcclResult zt_ramp_allreduce(zt_env_t *env, float *buf, size_t count);
+
+/** What zt_ramp_allreduce leaves at element i on n ranks. */
+float zt_ramp_sum(int n, size_t i);
+
+/**
  * Reserve nblocks * block bytes (block rounded up to the granularity), map a
  * new physical allocation per block, set the range on comm (collective) and,
  * if activate, activate every block. Returns 0 or -1.
