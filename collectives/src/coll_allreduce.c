@@ -33,18 +33,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Write strategy of reduce-scatter-write: 0 (default) picks by store kind:
- * with cached stores reduce into out[me] and copy from there (the own
- * output is written once, where it will be read); with streaming stores
- * reduce into a stack block and stream it to every output, the own one
- * included (a cached own output would cost a read-for-ownership and a later
- * write-back of every line: a third more memory traffic at np 2). 1 always
- * the stack block, 2 always out[me] (measurements and tests). */
-static atomic_int coll_ar_mode = 0;
+/* Write strategy of reduce-scatter-write (coll_ar_write_t). The default,
+ * COLL_AR_WRITE_BY_STORES, picks by store kind: with cached stores reduce
+ * into out[me] and copy from there (the own output is written once, where
+ * it will be read); with streaming stores reduce into a stack block and
+ * stream it to every output, the own one included (a cached own output
+ * would cost a read-for-ownership and a later write-back of every line: a
+ * third more memory traffic at np 2). The other two modes force one way
+ * (measurements and tests). */
+static atomic_int coll_ar_mode = COLL_AR_WRITE_BY_STORES;
 
-void coll_allreduce_set_write_mode(int mode)
+void coll_allreduce_set_write_mode(coll_ar_write_t mode)
 {
-    atomic_store_explicit(&coll_ar_mode, mode, memory_order_relaxed);
+    atomic_store_explicit(&coll_ar_mode, (int)mode, memory_order_relaxed);
 }
 
 static int coll_ar_direct_ptrs(const coll_args_t *a, size_t bytes, const char *what)
@@ -67,7 +68,7 @@ static void coll_ar_rsw(const coll_args_t *a, size_t es, int nt)
     coll_slice(a->count, a->nranks, a->rank, es, &off, &len);
 
     int mode = atomic_load_explicit(&coll_ar_mode, memory_order_relaxed);
-    int via_own = mode == 2 || (mode == 0 && !nt);
+    int via_own = mode == COLL_AR_WRITE_OWN_OUTPUT || (mode == COLL_AR_WRITE_BY_STORES && !nt);
     for (size_t i = 0; i < len; i += per) {
         size_t m = ZC_MIN(per, len - i);
         size_t bo = (off + i) * es;

@@ -243,9 +243,18 @@ void coll_pull_blocks(const coll_args_t *a, char *base, size_t bytes, size_t src
  */
 int coll_reduce_staged_run(const coll_args_t *a, int root, const char *what);
 
-/** AllReduce reduce-scatter-write strategy (measurements and tests):
- *  0 (default) reduce into out[rank] and copy to the others, 1 reduce into
- *  a stack block and write every output from it. */
-void coll_allreduce_set_write_mode(int mode);
+/** How AllReduce's reduce-scatter-write writes a block (measurements and tests). */
+typedef enum {
+    /** Default: by store kind, COLL_AR_WRITE_OWN_OUTPUT with cached stores,
+     *  COLL_AR_WRITE_STACK_BLOCK with streaming stores. */
+    COLL_AR_WRITE_BY_STORES = 0,
+    /** Forces reducing into a stack block and writing every output from it. */
+    COLL_AR_WRITE_STACK_BLOCK = 1,
+    /** Forces reducing into out[rank] and copying it to the other outputs. */
+    COLL_AR_WRITE_OWN_OUTPUT = 2,
+} coll_ar_write_t;
+
+/** Set the write mode of every later AllReduce of this process. */
+void coll_allreduce_set_write_mode(coll_ar_write_t mode);
 
 #endif /* COLL_INTERNAL_H */

@@ -330,40 +330,25 @@ int zt_env_open(zt_env_t *env, int rank, int nranks, const HcclRootInfo *root,
     return 0;
 }
 
-size_t zt_granularity(int device)
+HcclResult zt_ramp_allreduce(zt_env_t *env, float *buf, size_t count)
 {
-    aclrtPhysicalMemProp prop;
-    memset(&prop, 0, sizeof(prop));
-    prop.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    prop.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    prop.memAttr = ACL_HBM_MEM_HUGE;
-    prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = (uint32_t)device;
-    size_t g = 0;
-    if (aclrtMemGetAllocationGranularity(&prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g) !=
-            ACL_SUCCESS ||
-        g == 0) {
-        return 2u << 20;
+    for (size_t i = 0; i < count; i++) {
+        buf[i] = (float)(env->rank + 1 + (int)(i % 7));
     }
-    return g;
+    HcclResult r = HcclAllReduce(buf, buf, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, env->comm,
+                                 env->stream);
+    /* The stream reports an op's failure as an aclError; the comm keeps its HcclResult. */
+    if (r == HCCL_SUCCESS && aclrtSynchronizeStream(env->stream) != ACL_SUCCESS) {
+        HcclResult a = HCCL_SUCCESS;
+        HcclGetCommAsyncError(env->comm, &a);
+        r = a != HCCL_SUCCESS ? a : HCCL_E_INTERNAL;
+    }
+    return r;
 }
 
-aclrtDrvMemHandle zt_phys_alloc(int device, size_t bytes)
+float zt_ramp_sum(int n, size_t i)
 {
-    aclrtPhysicalMemProp prop;
-    memset(&prop, 0, sizeof(prop));
-    prop.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    prop.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    prop.memAttr = ACL_HBM_MEM_HUGE;
-    prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = (uint32_t)device;
-    aclrtDrvMemHandle h = NULL;
-    aclError e = aclrtMallocPhysical(&h, bytes, &prop, 0);
-    if (e != ACL_SUCCESS) {
-        fprintf(stderr, "aclrtMallocPhysical(%zu) failed: %d\n", bytes, (int)e);
-        return NULL;
-    }
-    return h;
+    return (float)(n * (n + 1) / 2 + n * (int)(i % 7));
 }
 
 int zt_zc_open(zt_zc_t *z, HcclComm comm, int device, size_t block, int nblocks, int activate)

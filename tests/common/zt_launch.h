@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "hccl/hccl.h"
+#include "zt_phys.h" /* zt_granularity, zt_phys_alloc */
 
 /** Body of one rank: returns 0 on success (non-zero fails the launch). */
 typedef int (*zt_rank_fn)(int rank, int nranks, const HcclRootInfo *root, void *arg);
@@ -117,8 +118,16 @@ int zt_env_arena(zt_env_t *env, size_t half_bytes);
 /** Undo zt_env_arena and zt_env_open; returns 0 or -1 (a teardown call failed). */
 int zt_env_close(zt_env_t *env);
 
-/** Allocation granularity of physical memory on device. */
-size_t zt_granularity(int device);
+/**
+ * One in-place fp32 SUM AllReduce of count elements x[i] = rank + 1 + i % 7 on
+ * env, synchronised. Returns HCCL_SUCCESS, the call's error, or after a failed
+ * sync the communicator's async error (HCCL_E_INTERNAL when it has none). The
+ * output is not checked: element i should be zt_ramp_sum(nranks, i).
+ */
+HcclResult zt_ramp_allreduce(zt_env_t *env, float *buf, size_t count);
+
+/** What zt_ramp_allreduce leaves at element i on n ranks. */
+float zt_ramp_sum(int n, size_t i);
 
 /**
  * Reserve nblocks * block bytes (block rounded up to the granularity), map a
@@ -129,9 +138,6 @@ int zt_zc_open(zt_zc_t *z, HcclComm comm, int device, size_t block, int nblocks,
 
 /** Deactivate, unset, unmap, free and release what zt_zc_open made. Returns 0 or -1. */
 int zt_zc_close(zt_zc_t *z, HcclComm comm);
-
-/** Physical allocation of bytes on device (granularity multiple); NULL on failure. */
-aclrtDrvMemHandle zt_phys_alloc(int device, size_t bytes);
 
 /* ---- scenarios ------------------------------------------------------------------- */
 

@@ -31,26 +31,11 @@
 #include "share/vmm_share.h"
 #include "zc/sync.h"
 #include "zt_fork.h"
+#include "zt_phys.h"
 
 #define HUGE ((size_t)2 << 20)
 
 /* ---- helpers ---------------------------------------------------------------------------- */
-
-static aclrtDrvMemHandle phys_new(size_t size)
-{
-    aclrtPhysicalMemProp p;
-    memset(&p, 0, sizeof(p));
-    p.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    p.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    p.memAttr = ACL_HBM_MEM_HUGE;
-    p.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = 0;
-    aclrtDrvMemHandle h = NULL;
-    if (aclrtMallocPhysical(&h, size, &p, 0) != ACL_SUCCESS) {
-        return NULL;
-    }
-    return h;
-}
 
 /* Reserve size bytes and map h there; NULL on failure. */
 static void *map_new(aclrtDrvMemHandle h, size_t size)
@@ -185,7 +170,7 @@ static int kid_import_rw(int sock, void *arg)
 
 static void share_round_trip(sh_kind_t kind)
 {
-    aclrtDrvMemHandle h = phys_new(2 * HUGE);
+    aclrtDrvMemHandle h = zt_phys_alloc(0, 2 * HUGE);
     assert_non_null(h);
     char *va = map_new(h, 2 * HUGE);
     assert_non_null(va);
@@ -247,7 +232,7 @@ static void test_untrusted_refused(void **state)
 {
     (void)state;
     for (int kind = SH_V1; kind <= SH_V2_FABRIC; kind++) {
-        aclrtDrvMemHandle h = phys_new(HUGE);
+        aclrtDrvMemHandle h = zt_phys_alloc(0, HUGE);
         char *va = map_new(h, HUGE);
         assert_non_null(va);
         fill(va, HUGE, 21);
@@ -286,7 +271,7 @@ static void test_disable_pid_validation(void **state)
 {
     (void)state;
     for (int kind = SH_V1; kind <= SH_V2_FABRIC; kind++) {
-        aclrtDrvMemHandle h = phys_new(HUGE);
+        aclrtDrvMemHandle h = zt_phys_alloc(0, HUGE);
         char *va = map_new(h, HUGE);
         assert_non_null(va);
         fill(va, HUGE, 31);
@@ -317,7 +302,7 @@ static int kid_export_then_leave(int sock, void *arg)
     char c;
     int32_t parent = (int32_t)getppid();
     if (!ipc) {
-        aclrtDrvMemHandle h = phys_new(HUGE);
+        aclrtDrvMemHandle h = zt_phys_alloc(0, HUGE);
         ZT_KCHECK(h != NULL);
         char *va = map_new(h, HUGE);
         ZT_KCHECK(va != NULL);
@@ -468,7 +453,7 @@ static void test_ipc_key_malloc(void **state)
 static void test_ipc_key_vmm(void **state)
 {
     (void)state;
-    aclrtDrvMemHandle h = phys_new(HUGE);
+    aclrtDrvMemHandle h = zt_phys_alloc(0, HUGE);
     char *va = map_new(h, HUGE);
     assert_non_null(va);
     key_round_trip(va, HUGE, 61, 0);

@@ -72,23 +72,12 @@ static double mh_now(void)
 /* One AllReduce of MH_COUNT fp32 (x[i] = rank + 1 + i % 7), synchronised and checked. */
 static HcclResult mh_op(zt_env_t *env, float *buf)
 {
-    for (int i = 0; i < MH_COUNT; i++) {
-        buf[i] = (float)(env->rank + 1 + i % 7);
-    }
-    HcclResult r = HcclAllReduce(buf, buf, MH_COUNT, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM,
-                                 env->comm, env->stream);
-    /* The stream reports an op's failure as an aclError; the comm keeps its HcclResult. */
-    if (r == HCCL_SUCCESS && aclrtSynchronizeStream(env->stream) != ACL_SUCCESS) {
-        HcclResult a = HCCL_SUCCESS;
-        HcclGetCommAsyncError(env->comm, &a);
-        r = a != HCCL_SUCCESS ? a : HCCL_E_INTERNAL;
-    }
+    HcclResult r = zt_ramp_allreduce(env, buf, MH_COUNT);
     if (r != HCCL_SUCCESS) {
         return r;
     }
-    int n = env->nranks;
     for (int i = 0; i < MH_COUNT; i++) {
-        float want = (float)(n * (n + 1) / 2 + n * (i % 7));
+        float want = zt_ramp_sum(env->nranks, (size_t)i);
         if (buf[i] != want) {
             fprintf(stderr, "[rank %d] element %d: %g, want %g\n", env->rank, i, buf[i], want);
             return HCCL_E_INTERNAL;

@@ -103,22 +103,12 @@ static long mo_rss_kib(void)
  * adds its wrong elements to *wrong. */
 static HcclResult mo_op(zt_env_t *env, float *buf, size_t count, long *wrong)
 {
-    for (size_t i = 0; i < count; i++) {
-        buf[i] = (float)(env->rank + 1 + (int)(i % 7));
-    }
-    HcclResult r = HcclAllReduce(buf, buf, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, env->comm,
-                                 env->stream);
-    if (r == HCCL_SUCCESS && aclrtSynchronizeStream(env->stream) != ACL_SUCCESS) {
-        HcclResult a = HCCL_SUCCESS;
-        HcclGetCommAsyncError(env->comm, &a);
-        r = a != HCCL_SUCCESS ? a : HCCL_E_INTERNAL;
-    }
+    HcclResult r = zt_ramp_allreduce(env, buf, count);
     if (r != HCCL_SUCCESS) {
         return r;
     }
-    int n = env->nranks;
     for (size_t i = 0; i < count; i++) {
-        *wrong += buf[i] != (float)(n * (n + 1) / 2 + n * (int)(i % 7));
+        *wrong += buf[i] != zt_ramp_sum(env->nranks, i);
     }
     return HCCL_SUCCESS;
 }

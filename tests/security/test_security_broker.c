@@ -180,16 +180,24 @@ static int zs_flood_kid(int sock, void *arg)
     return 0;
 }
 
-static void test_broker_flood(void **state)
+/* The hostile user (the test is skipped without one), then two zero-copy rank kids running
+ * rank_fn. */
+static const zs_user_t *zs_user_and_ranks(zt_kid_t k[2], zs_rank_t a[2], zt_kid_fn rank_fn)
 {
-    (void)state;
     const zs_user_t *u = zs_user_get();
     if (u == NULL) {
         skip();
     }
+    zs_ranks_start_fn(k, a, 2, 1, rank_fn);
+    return u;
+}
+
+static void test_broker_flood(void **state)
+{
+    (void)state;
     zt_kid_t k[2];
     zs_rank_t a[2];
-    zs_ranks_start(k, a, 2, 1);
+    const zs_user_t *u = zs_user_and_ranks(k, a, zs_rank_kid);
     zt_kid_t h = zt_kid_start(zs_flood_kid, (void *)u);
     HcclRootInfo ri;
     assert_int_equal(HcclGetRootInfo(&ri), HCCL_SUCCESS);
@@ -348,16 +356,9 @@ static int zs_squat_kid(int sock, void *arg)
 static void test_broker_squat(void **state)
 {
     (void)state;
-    const zs_user_t *u = zs_user_get();
-    if (u == NULL) {
-        skip();
-    }
     zt_kid_t k[2];
     zs_rank_t a[2];
-    for (int r = 0; r < 2; r++) {
-        a[r] = (zs_rank_t){r, 2, 1};
-        k[r] = zt_kid_start(zs_squat_rank_kid, &a[r]);
-    }
+    const zs_user_t *u = zs_user_and_ranks(k, a, zs_squat_rank_kid);
     zt_kid_t h = zt_kid_start(zs_squat_kid, (void *)u);
     int32_t pids[2] = {k[0].pid, k[1].pid};
     assert_int_equal(zt_msg_put(h.sock, pids, sizeof(pids)), 0);

@@ -216,13 +216,19 @@ static inline int zs_rank_kid(int sock, void *arg)
     return 0;
 }
 
-/* Start n rank kids (before any library call of the parent). */
-static inline void zs_ranks_start(zt_kid_t *k, zs_rank_t *a, int n, int zero_copy)
+/* Start n rank kids running fn (arg: their zs_rank_t), before any library call of the parent. */
+static inline void zs_ranks_start_fn(zt_kid_t *k, zs_rank_t *a, int n, int zero_copy, zt_kid_fn fn)
 {
     for (int r = 0; r < n; r++) {
         a[r] = (zs_rank_t){r, n, zero_copy};
-        k[r] = zt_kid_start(zs_rank_kid, &a[r]);
+        k[r] = zt_kid_start(fn, &a[r]);
     }
+}
+
+/* Start n rank kids (before any library call of the parent). */
+static inline void zs_ranks_start(zt_kid_t *k, zs_rank_t *a, int n, int zero_copy)
+{
+    zs_ranks_start_fn(k, a, n, zero_copy, zs_rank_kid);
 }
 
 /* Hand the kids ri, collect their init reports; max init ms in *ms. Returns

@@ -51,7 +51,7 @@ static void test_allreduce_direct(void **state)
 static void test_allreduce_direct_stack_block(void **state)
 {
     (void)state;
-    coll_allreduce_set_write_mode(1);
+    coll_allreduce_set_write_mode(COLL_AR_WRITE_STACK_BLOCK);
     for (int np = 1; np <= TC_MAXR; np++) {
         for (int ip = TC_OOP; ip <= TC_INPLACE; ip++) {
             for (size_t t = 0; t < sizeof(tc_reduce_types) / sizeof(tc_reduce_types[0]); t++) {
@@ -62,7 +62,7 @@ static void test_allreduce_direct_stack_block(void **state)
             }
         }
     }
-    coll_allreduce_set_write_mode(0);
+    coll_allreduce_set_write_mode(COLL_AR_WRITE_BY_STORES);
 }
 
 static void test_allreduce_staged(void **state)

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "hccl/hccl.h"
+#include "zt_phys.h"
 
 #define BI_BYTES (1u << 20)
 
@@ -325,27 +326,10 @@ static void test_init_args(void **state)
 
 /* ---- zero-copy memory ------------------------------------------------------- */
 
-static aclrtDrvMemHandle bi_phys(size_t bytes)
-{
-    aclrtPhysicalMemProp prop;
-    memset(&prop, 0, sizeof(prop));
-    prop.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    prop.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    prop.memAttr = ACL_HBM_MEM_HUGE;
-    prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = 0;
-    aclrtDrvMemHandle h = NULL;
-    return aclrtMallocPhysical(&h, bytes, &prop, 0) == ACL_SUCCESS ? h : NULL;
-}
-
 static void test_memory_range(void **state)
 {
     (void)state;
-    aclrtPhysicalMemProp prop;
-    memset(&prop, 0, sizeof(prop));
-    prop.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    prop.memAttr = ACL_HBM_MEM_HUGE;
-    prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+    aclrtPhysicalMemProp prop = zt_phys_prop(0, ACL_HBM_MEM_HUGE);
     size_t g = 0;
     assert_int_equal(
         aclrtMemGetAllocationGranularity(&prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g),
@@ -353,8 +337,8 @@ static void test_memory_range(void **state)
     void *va = NULL;
     assert_int_equal(aclrtReserveMemAddress(&va, 4 * g, 0, NULL, 0), ACL_SUCCESS);
     char *b = va;
-    aclrtDrvMemHandle h1 = bi_phys(g);
-    aclrtDrvMemHandle h2 = bi_phys(2 * g);
+    aclrtDrvMemHandle h1 = zt_phys_alloc(0, g);
+    aclrtDrvMemHandle h2 = zt_phys_alloc(0, 2 * g);
     assert_non_null(h1);
     assert_non_null(h2);
     assert_int_equal(aclrtMapMem(b, g, 0, h1, 0), ACL_SUCCESS);

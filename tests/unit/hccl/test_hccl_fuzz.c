@@ -53,6 +53,7 @@
 #include "share/vmm_share.h"
 #include "zc/status.h"
 #include "zccl/vmm_ext.h"
+#include "zt_phys.h"
 
 #define FZ_ROOT_ITERS 400
 #define FZ_BROKER_ITERS 600
@@ -551,12 +552,7 @@ static void test_broker_fuzz(void **state)
     assert_int_equal(zccl_broker_offer(seg, FZ_SEG, 0, &token), ZC_OK);
     fz_broker_token = token;
     /* A physical allocation exported to anyone of this uid. */
-    aclrtPhysicalMemProp prop;
-    memset(&prop, 0, sizeof(prop));
-    prop.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    prop.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    prop.memAttr = ACL_HBM_MEM_HUGE;
-    prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+    aclrtPhysicalMemProp prop = zt_phys_prop(0, ACL_HBM_MEM_HUGE);
     size_t gran = 0;
     assert_int_equal(
         aclrtMemGetAllocationGranularity(&prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &gran),

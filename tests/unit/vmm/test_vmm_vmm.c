@@ -19,27 +19,14 @@
 #include "acl/acl.h"
 #include "zc/status.h"
 #include "zccl/vmm_ext.h"
+#include "zt_phys.h"
 
 #define MIB ((size_t)1 << 20)
 #define HUGE (2 * MIB)
 
-static aclrtPhysicalMemProp prop_of(aclrtMemAttr attr)
-{
-    aclrtPhysicalMemProp p;
-    memset(&p, 0, sizeof(p));
-    p.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    p.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    p.memAttr = attr;
-    p.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = 0;
-    return p;
-}
-
 static aclrtDrvMemHandle phys_new(size_t size)
 {
-    aclrtPhysicalMemProp p = prop_of(ACL_HBM_MEM_HUGE);
-    aclrtDrvMemHandle h = NULL;
-    assert_int_equal(aclrtMallocPhysical(&h, size, &p, 0), ACL_SUCCESS);
+    aclrtDrvMemHandle h = zt_phys_alloc(0, size);
     assert_non_null(h);
     return h;
 }
@@ -68,7 +55,7 @@ static void test_granularity(void **state)
 {
     (void)state;
     size_t g = 0;
-    aclrtPhysicalMemProp p = prop_of(ACL_HBM_MEM_HUGE);
+    aclrtPhysicalMemProp p = zt_phys_prop(0, ACL_HBM_MEM_HUGE);
     assert_int_equal(aclrtMemGetAllocationGranularity(&p, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g),
                      ACL_SUCCESS);
     assert_int_equal(g, HUGE);
@@ -77,7 +64,7 @@ static void test_granularity(void **state)
         ACL_SUCCESS);
     assert_int_equal(g, HUGE);
 
-    p = prop_of(ACL_MEM_NORMAL);
+    p = zt_phys_prop(0, ACL_MEM_NORMAL);
     assert_int_equal(aclrtMemGetAllocationGranularity(&p, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g),
                      ACL_SUCCESS);
     assert_int_equal(g, (size_t)sysconf(_SC_PAGESIZE));
@@ -86,12 +73,12 @@ static void test_granularity(void **state)
         ACL_SUCCESS);
     assert_int_equal(g, HUGE);
 
-    p = prop_of(ACL_MEM_HUGE1G);
+    p = zt_phys_prop(0, ACL_MEM_HUGE1G);
     assert_int_equal(aclrtMemGetAllocationGranularity(&p, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g),
                      ACL_SUCCESS);
     assert_int_equal(g, (size_t)1 << 30);
 
-    p = prop_of(ACL_DDR_MEM_HUGE);
+    p = zt_phys_prop(0, ACL_DDR_MEM_HUGE);
     p.location.type = ACL_MEM_LOCATION_TYPE_HOST;
     assert_int_equal(aclrtMemGetAllocationGranularity(&p, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g),
                      ACL_SUCCESS);
@@ -102,7 +89,7 @@ static void test_granularity_errors(void **state)
 {
     (void)state;
     size_t g = 12345;
-    aclrtPhysicalMemProp p = prop_of(ACL_HBM_MEM_HUGE);
+    aclrtPhysicalMemProp p = zt_phys_prop(0, ACL_HBM_MEM_HUGE);
     assert_int_equal(
         aclrtMemGetAllocationGranularity(NULL, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g),
         ACL_ERROR_INVALID_PARAM);
@@ -119,18 +106,18 @@ static void test_granularity_errors(void **state)
     p.memAttr = (aclrtMemAttr)999;
     assert_int_equal(aclrtMemGetAllocationGranularity(&p, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g),
                      ACL_ERROR_INVALID_PARAM);
-    p = prop_of(ACL_DDR_MEM_NORMAL); /* host memory attribute on a device location */
+    p = zt_phys_prop(0, ACL_DDR_MEM_NORMAL); /* host memory attribute on a device location */
     assert_int_equal(aclrtMemGetAllocationGranularity(&p, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g),
                      ACL_ERROR_INVALID_PARAM);
-    p = prop_of(ACL_HBM_MEM_HUGE);
+    p = zt_phys_prop(0, ACL_HBM_MEM_HUGE);
     p.location.type = ACL_MEM_LOCATION_TYPE_UNREGISTERED;
     assert_int_equal(aclrtMemGetAllocationGranularity(&p, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g),
                      ACL_ERROR_INVALID_PARAM);
-    p = prop_of(ACL_HBM_MEM_HUGE);
+    p = zt_phys_prop(0, ACL_HBM_MEM_HUGE);
     p.location.id = 1000000;
     assert_int_equal(aclrtMemGetAllocationGranularity(&p, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g),
                      ACL_ERROR_INVALID_PARAM);
-    p = prop_of(ACL_HBM_MEM_HUGE);
+    p = zt_phys_prop(0, ACL_HBM_MEM_HUGE);
     p.allocationType = (aclrtMemAllocationType)1;
     assert_int_equal(aclrtMemGetAllocationGranularity(&p, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g),
                      ACL_ERROR_INVALID_PARAM);
@@ -140,7 +127,7 @@ static void test_granularity_errors(void **state)
 static void test_malloc_physical_errors(void **state)
 {
     (void)state;
-    aclrtPhysicalMemProp p = prop_of(ACL_HBM_MEM_HUGE);
+    aclrtPhysicalMemProp p = zt_phys_prop(0, ACL_HBM_MEM_HUGE);
     aclrtDrvMemHandle h = NULL;
     assert_int_equal(aclrtMallocPhysical(NULL, HUGE, &p, 0), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(aclrtMallocPhysical(&h, HUGE, NULL, 0), ACL_ERROR_INVALID_PARAM);
@@ -150,9 +137,9 @@ static void test_malloc_physical_errors(void **state)
     assert_int_equal(aclrtMallocPhysical(&h, SIZE_MAX / 2, &p, 0), ACL_ERROR_RT_MEMORY_ALLOCATION);
     p.handleType = (aclrtMemHandleType)7;
     assert_int_equal(aclrtMallocPhysical(&h, HUGE, &p, 0), ACL_ERROR_INVALID_PARAM);
-    p = prop_of(ACL_HBM_MEM);
+    p = zt_phys_prop(0, ACL_HBM_MEM);
     assert_int_equal(aclrtMallocPhysical(&h, HUGE, &p, 0), ACL_ERROR_INVALID_PARAM);
-    p = prop_of(ACL_HBM_MEM_HUGE);
+    p = zt_phys_prop(0, ACL_HBM_MEM_HUGE);
     p.location.id = (uint32_t)-1;
     assert_int_equal(aclrtMallocPhysical(&h, HUGE, &p, 0), ACL_ERROR_INVALID_PARAM);
     assert_null(h);
@@ -173,7 +160,7 @@ static void test_malloc_physical_rounds(void **state)
     assert_int_equal(size, HUGE);
     assert_int_equal(lseek(fd, 0, SEEK_END), (off_t)HUGE);
 
-    aclrtPhysicalMemProp p = prop_of(ACL_MEM_NORMAL);
+    aclrtPhysicalMemProp p = zt_phys_prop(0, ACL_MEM_NORMAL);
     p.location.type = ACL_MEM_LOCATION_TYPE_HOST;
     aclrtDrvMemHandle n = NULL;
     assert_int_equal(aclrtMallocPhysical(&n, 5000, &p, 0), ACL_SUCCESS);

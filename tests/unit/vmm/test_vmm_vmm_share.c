@@ -24,20 +24,14 @@
 #include "zc/status.h"
 #include "zc/sync.h"
 #include "zccl/vmm_ext.h"
+#include "zt_phys.h"
 
 #define HUGE ((size_t)2 << 20)
 
 static aclrtDrvMemHandle phys_new(size_t size)
 {
-    aclrtPhysicalMemProp p;
-    memset(&p, 0, sizeof(p));
-    p.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    p.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    p.memAttr = ACL_HBM_MEM_HUGE;
-    p.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = 0;
-    aclrtDrvMemHandle h = NULL;
-    assert_int_equal(aclrtMallocPhysical(&h, size, &p, 0), ACL_SUCCESS);
+    aclrtDrvMemHandle h = zt_phys_alloc(0, size);
+    assert_non_null(h);
     return h;
 }
 
