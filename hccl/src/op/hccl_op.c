@@ -53,9 +53,8 @@ void zh_issue_leave(zh_comm_t *c)
  * spin, then polls that yield the core for up to ZH_INLINE_YIELD_NS, then
  * sleeps on the post line of the first peer missing, whose post wakes a
  * counted sleeper. A peer that shares this core (4 ranks on 2 cores) runs at
- * the first yield; sleeping at once cost more than it saved there (np 4 op +
- * synchronize 8 B-32 KiB: 65-78 us against 4-11 us with yields, as a wake
- * that finds the core idle takes tens of us on a VM). A peer that is later
+ * the first yield; sleeping at once would cost more than it saves there, as a
+ * wake that finds the core idle takes longer than most small ops. A peer that is later
  * than that waits for a core somewhere else (a loaded host), and polls
  * would only take CPU from it: the sleeper takes none until the post. */
 static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
@@ -64,8 +63,8 @@ static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
     if (q < 0) {
         return 1;
     }
-    /* The clock is first read after 64 polls: a read costs 20-40 ns on a
-     * VM, as long as the whole wait of most ops. */
+    /* The clock is first read after 64 polls: on a VM a read costs as much
+     * as the whole wait of most ops. */
     uint64_t start = 0;
     for (uint32_t i = 1; i < c->spin_iters; i++) {
         zc_cpu_relax();

@@ -146,9 +146,9 @@ vmm_stream_t **vmm_stream_snapshot(int dev, size_t *count);
 /* vmm_stream_wait.c */
 unsigned vmm_spin_budget(vmm_stream_t *s);
 /* How long an idle worker spins for new work. Not the synchronize budget:
- * that one shrinks after long waits (a synchronize behind 20,000 queued
- * ops always ends in a sleep), and a worker spinning only 0.5 us slept
- * between ops queued 1 us apart, so every push paid a futex wake. */
+ * that one shrinks after long waits (a synchronize behind much queued work
+ * ends in a sleep anyway), while a worker that slept between ops queued
+ * back to back would make every push pay a futex wake. */
 unsigned vmm_idle_budget(void);
 int vmm_reached(vmm_stream_t *s, uint64_t target);
 void vmm_stream_wake_done(vmm_stream_t *s, uint64_t done);
