@@ -14,7 +14,8 @@
 # such a test exists (or, without a gloo run, when a zccl test fails).
 #
 # Environment:
-#   PYTHON       interpreter with torch and zccl_torch (default .venv/bin/python)
+#   PYTHON       interpreter with torch (default .venv/bin/python); zccl_torch is
+#                its installed package, else BUILD's (default build, built here)
 #   WORLD_SIZES  default "2 3"
 #   MODES        default "gloo zccl zccl-as-gloo"
 #   TESTS        -k style filter: space-separated substrings or globs, -X excludes
@@ -47,6 +48,16 @@ args=(all --out "$OUT" --world-sizes $WORLD_SIZES --modes $MODES
 [ -n "${SUBSET:-}" ] && args+=(--subset "$SUBSET")
 [ -n "${LOCK:-}" ] && args+=(--lock "$LOCK")
 [ "${FOLLOW_GLOO:-0}" = 1 ] && args+=(--follow-gloo)
+# The zccl modes import zccl_torch: the installed package, or else this tree's
+# build (BUILD, default build), built here when the import fails.
+if [[ " $MODES " == *" zccl"* ]] && ! "$PYTHON" -c "import zccl_torch" 2>/dev/null; then
+    BUILD=$(realpath -m "${BUILD:-build}")
+    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DPython3_EXECUTABLE="$(realpath -s "$PYTHON")" >/dev/null
+    cmake --build "$BUILD" -j"$(nproc)" --target zccl_torch_ext zccl_torch_py >/dev/null
+    export PYTHONPATH="$BUILD/torch/python${PYTHONPATH:+:$PYTHONPATH}"
+    "$PYTHON" -c "import zccl_torch" || { echo "torch_suite: zccl_torch does not import" >&2; exit 1; }
+fi
 # torch's test modules import expecttest (a small pure-Python test dependency of
 # PyTorch's, not a dependency of the wheel).
 "$PYTHON" -c "import expecttest" 2>/dev/null || "$PYTHON" -m pip install -q expecttest

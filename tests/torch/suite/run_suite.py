@@ -418,11 +418,15 @@ class ModeChild:
         self.csv = csv.writer(self.csvf)
         self.csv.writerow(["mode", "world_size", "test", "status", "seconds", "message"])
         self.dead = None
+        self.dead_status = "notrun"  # of the tests after a child died or hung
 
     def names(self, limit_s):
         line = self._read(limit_s)
         if not line or not line.startswith("NAMES\t"):
+            # A mode that cannot start (e.g. zccl_torch does not import) fails
+            # every test, so the run cannot pass with nothing run.
             self.dead = "the %s child did not start (see its log)" % self.mode
+            self.dead_status = "failed"
             return None
         return line.rstrip("\n").split("\t", 1)[1].split()
 
@@ -432,7 +436,7 @@ class ModeChild:
 
     def run(self, name, limit_s):
         if self.dead:
-            return self.record(name, "notrun", 0, self.dead)
+            return self.record(name, self.dead_status, 0, self.dead)
         t0 = time.time()
         try:
             self.p.stdin.write(name + "\n")
@@ -494,6 +498,7 @@ def all_main(args):
     t_end = time.time() + args.time_limit if args.time_limit else float("inf")
     lock = Lock(args.lock)
     children = []
+    unstarted = []
 
     def stop(sig, frame):
         for c in children:
@@ -507,6 +512,7 @@ def all_main(args):
         children = [ModeChild(m, ws, args, args.out) for m in args.modes]
         lists = [c.names(600) for c in children]
         names = next((n for n in lists if n is not None), [])
+        unstarted += ["%s np%d" % (c.mode, ws) for c in children if c.dead]
         print("== world size %d: %d tests x %s" % (ws, len(names), " ".join(args.modes)),
               flush=True)
         for i, name in enumerate(names):
@@ -533,7 +539,9 @@ def all_main(args):
         print("== world size %d done in %.0f s" % (ws, time.time() - t0), flush=True)
     print()
     regress = table(args.out)
-    return 1 if regress else 0
+    if unstarted:
+        print("did not start (see their logs): %s" % ", ".join(unstarted))
+    return 1 if regress or unstarted else 0
 
 
 def main():
