@@ -103,3 +103,4 @@ if [ "${STRICT:-0}" = 1 ] && [ "${targets_missed:-0}" = 1 ]; then
     exit 1
 fi
 BUILD="$BUILD" OUT="$OUT" scripts/bench_torch.sh  # the PyTorch backend: torch_collectives.py and ddp_train.py
+BUILD="$BUILD" OUT="$OUT" scripts/bench_peers.sh # zccl against DeepSpeed, oneCCL, Gloo, MPIs
