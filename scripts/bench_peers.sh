@@ -72,6 +72,8 @@ if [ -z "${BROKEN[deepspeed-shm]:-}" ] && ! "$PY" -c 'from deepspeed.ops.op_buil
 ShareMemCommBuilder as B; B().load()' >"$P/deepspeed-build.log" 2>&1; then
     BROKEN[deepspeed-shm]="DeepSpeed's ShareMemComm op did not build: $(why "$P/deepspeed-build.log")"
 fi
+# oneccl-devel, not the CPU-only wheels: oneccl-cpu 2022.1.2's libccl.so.1 needs a libccl.so.2 that
+# it does not ship, and 2022.2 needs PyPI's libfabric>=2.6, not on every index.
 if [ ! -e "$PIP/lib/libccl.so.2" ] || [ ! -x "$PIP/bin/mpicc" ]; then
     echo "peers: pip install --prefix $PIP oneccl-devel impi-devel (about 1.8 GB)"
     "$PY" -m pip install -q -c "$P/constraints.txt" --prefix "$PIP" oneccl-devel impi-devel \
@@ -103,6 +105,7 @@ if [ "${1:-}" = prepare ]; then
 fi
 
 # --- runs -----------------------------------------------------------------------------------
+CORES=$(nproc) # before OMP_NUM_THREADS, which nproc would report
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 export PYTHONPATH="$BUILD/torch/python${PYTHONPATH:+:$PYTHONPATH}"
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader --bind-to none)
@@ -192,7 +195,7 @@ run() {
         ;;
     esac
     if [ $rc = 124 ] || [ $rc = 137 ]; then
-        note="timed out after ${TIMEOUT}s (np $np on $(nproc) cores)"
+        note="timed out after ${TIMEOUT}s (np $np on $CORES cores)"
     elif [ $rc != 0 ]; then
         note="exited $rc: $(why "$err")"
     else
@@ -213,6 +216,22 @@ for np in $NPS; do
     done
 done
 "$PY" benchmarks/peers/peers_report.py "$CSV" "$OUT/peers.txt" "$OUT/peers.png"
+ds_version=$("$PY" -c 'import deepspeed; print(deepspeed.__version__)' 2>/dev/null || echo -)
+pip_version() { ls "$PIP"/lib/python3*/site-packages 2>/dev/null | sed -n "s/^$1-\(.*\)\.dist-info/\1/p"; }
+tee -a "$OUT/peers.txt" <<EOF
+
+# Settings ($CORES cores; SIZES=$SIZES BUDGET=$BUDGET ms ROUNDS=$ROUNDS TIMEOUT=$TIMEOUT s)
+#   zccl           all_reduce_perf -I 1 -z 1 -c 1 -m 0 -w 3 --budget $BUDGET --repeat $ROUNDS
+#   zccl-torch     dist.all_reduce on new_group(backend="zccl"), zccl_torch.use_activated_memory()
+#   gloo           dist.all_reduce, init_process_group("gloo")
+#   deepspeed-shm  deepspeed $ds_version, DS_ACCELERATOR=cpu LOCAL_SIZE=np, comm.inference_all_reduce
+#   oneccl         oneCCL $(pip_version oneccl), ${ONECCL_DEFAULT[*]} (no launcher: CCL_LOCAL_RANK,
+#                  CCL_LOCAL_SIZE), else its defaults
+#   oneccl-tuned   ${ONECCL_TUNED[*]}
+#   zccl, openmpi  $(mpirun --version | head -n 1), ${MPIRUN[*]}
+#   mpich          MPICH $(mpichversion 2>/dev/null | sed -n 's/^MPICH Version:[[:space:]]*//p'), mpirun.mpich, its defaults
+#   intelmpi       Intel MPI $(pip_version impi_rt), mpiexec.hydra, its defaults
+EOF
 echo "peers: $((SECONDS - start)) s; peers.csv, peers.txt and peers.png in $OUT/"
 if [ "$failed" = 1 ]; then
     echo "peers: FAILED (zccl's rows did not all run, or a result was wrong; see $CSV)"

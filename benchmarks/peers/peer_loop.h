@@ -152,7 +152,7 @@ static int peer_size(const peer_ops_t *ops, void *buf, size_t bytes, double budg
     return 0;
 }
 
-/* argv: SIZES DTYPE BUDGET_MS ROUNDS (after the driver's own); returns the exit code. */
+/* Every size of the list ("8,4K,1M") in turn; returns the exit code: 0, 1 (a size failed), 2. */
 static int peer_sweep(const peer_ops_t *ops, const char *sizes_list, double budget_ms, int rounds)
 {
     size_t sizes[PEER_MAX_SIZES];

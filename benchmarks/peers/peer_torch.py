@@ -58,6 +58,9 @@ def setup(peer, rank, n, port, dtype):
         backend = dscomm.comm.cdb
         if getattr(backend, "shm_comm_op", None) is None:
             fail("DeepSpeed's ShareMemComm op did not build or load")
+        if not hasattr(getattr(torch.ops, "deepspeed", None), "inference_all_reduce_"):
+            fail("torch.ops.deepspeed.inference_all_reduce_ is missing: DeepSpeed would fall "
+                 "back to torch.distributed")
         need = 1 if dtype == torch.float32 else 2
         level = getattr(backend, "shm_vector_kernel_level", 0)
         if level < need:
