@@ -5,7 +5,8 @@
 # measured reference side by side, a resident-memory run, the training
 # workload, plot, and check the results against the project's targets.
 # Everything lands in out/ (git-ignored): the tables (*.txt), the CSVs, the PNG
-# and targets.txt.
+# and targets.txt. Last, the PyTorch benchmarks (scripts/bench_torch.sh) and
+# zccl against its peers (scripts/bench_peers.sh: peers.csv, peers.txt, peers.png).
 #
 # Environment: BUILD (build folder, default build), OUT (default out),
 # NPS (rank counts, default "2 4"), MAXB (largest size, default 256M;
