@@ -21,8 +21,10 @@ Usage: peer_torch.py --peer gloo|zccl-torch|deepspeed-shm -n N --sizes 8,4K,1M
 """
 import argparse
 import datetime
+import glob
 import os
-import socket
+import signal
+import tempfile
 import sys
 import time
 import warnings
@@ -42,9 +44,13 @@ def parse_size(s):
     return int(s[:-1]) * mult[s[-1]] if s and s[-1] in mult else int(s)
 
 
-def setup(peer, rank, n, port, dtype):
-    """Returns (all_reduce(tensor), control group); exits 3 when the peer cannot run as named."""
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+def setup(peer, rank, n, store, dtype):
+    """Returns (all_reduce(tensor), zccl_torch or None); exits 3 when the peer cannot run as named.
+
+    The ranks meet through a file store (no port to race other programs for); MASTER_PORT only
+    names DeepSpeed's shared-memory segment, so the parent's pid keeps concurrent runs apart."""
+    init = "file://" + store
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(os.getppid()), RANK=str(rank),
                       WORLD_SIZE=str(n), LOCAL_RANK=str(rank), LOCAL_SIZE=str(n))
     timeout = datetime.timedelta(seconds=600)
     if peer == "deepspeed-shm":
@@ -54,7 +60,8 @@ def setup(peer, rank, n, port, dtype):
 
         if get_accelerator().device_name() != "cpu":
             fail("DeepSpeed's accelerator is %s, not cpu" % get_accelerator().device_name())
-        deepspeed.init_distributed(dist_backend="gloo", timeout=timeout)
+        deepspeed.init_distributed(dist_backend="gloo", init_method=init, rank=rank,
+                                   world_size=n, timeout=timeout)
         backend = dscomm.comm.cdb
         if getattr(backend, "shm_comm_op", None) is None:
             fail("DeepSpeed's ShareMemComm op did not build or load")
@@ -67,7 +74,7 @@ def setup(peer, rank, n, port, dtype):
             fail("DeepSpeed's shm kernel needs vector level %d for %s (this CPU: %d), it would "
                  "fall back to torch.distributed" % (need, dtype, level))
         return (lambda t: dscomm.inference_all_reduce(t)), None
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank,
+    dist.init_process_group("gloo", init_method=init, rank=rank,
                             world_size=n, timeout=timeout)
     if peer == "gloo":
         return (lambda t: dist.all_reduce(t)), None
@@ -83,11 +90,11 @@ def fail(why):
     sys.exit(3)
 
 
-def worker(rank, n, port, a):
+def worker(rank, n, store, a):
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
     dtype = DTYPES[a.dtype]
-    all_reduce, zt = setup(a.peer, rank, n, port, dtype)
+    all_reduce, zt = setup(a.peer, rank, n, store, dtype)
 
     def slowest(v):
         t = torch.tensor([v], dtype=torch.float64)
@@ -142,14 +149,24 @@ def main():
     ap.add_argument("--budget", type=float, default=10.0, help="ms per timed round")
     ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    try:
-        mp.start_processes(worker, args=(a.nranks, port, a), nprocs=a.nranks,
-                           start_method="spawn")
-    except mp.ProcessExitedException as e:
-        sys.exit(e.exit_code if e.exit_code and e.exit_code > 0 else 1)
+    # timeout(1) sends SIGTERM: exit through the finally below, which removes the segments.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
+    with tempfile.TemporaryDirectory(prefix="peer_torch") as d:
+        try:
+            mp.start_processes(worker, args=(a.nranks, os.path.join(d, "store"), a),
+                               nprocs=a.nranks, start_method="spawn")
+        except mp.ProcessExitedException as e:
+            sys.exit(e.exit_code if e.exit_code and e.exit_code > 0 else 1)
+        finally:
+            remove_ds_segments()
+
+
+def remove_ds_segments():
+    """DeepSpeed's shm kernel never unlinks its per-rank segments (tens of MB each); they are
+    named after uid, MASTER_ADDR and MASTER_PORT, here this process's pid (see setup)."""
+    for f in glob.glob("/dev/shm/deepspeed_allreduce_buffer_%d_127.0.0.1_%d_*" % (
+            os.getuid(), os.getpid())):
+        os.unlink(f)
 
 
 if __name__ == "__main__":
