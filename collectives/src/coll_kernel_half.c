@@ -1,0 +1,455 @@
+/*
+ * fp16/bf16 reductions, fused: per chunk of elements every source is loaded,
+ * widened to fp32 in registers and folded in rank order, and the chunk is
+ * rounded once and stored. One pass over the data, no fp32 staging buffer.
+ *
+ * Kernels: scalar (portable C, the one the others are tested against), AVX2
+ * (with F16C) and AVX-512 (F and BW, for the masked tails), picked once at
+ * run time from what the CPU and the OS support and ZCCL_KERNEL. Each
+ * element goes through the same fp32 operations in the same order in every
+ * kernel, and is rounded by the same integer steps (bf16) or by vcvtps2ph,
+ * whose results coll_fp16_from_float reproduces (fp16): the same bits
+ * whichever kernel runs, and every rank of a host runs the same one.
+ * bf16 is rounded with integer arithmetic, not AVX512-BF16's vcvtneps2bf16,
+ * which flushes denormal inputs to zero.
+ *
+ * bf16 lanes: a 32-bit lane holding two bf16 values is, masked with
+ * 0xffff0000, its odd element as an fp32 and, shifted left by 16, its even
+ * one, so widening needs no shuffles; the two halves are reduced apart and
+ * merged back into one lane when stored.
+ *
+ * In place: dst may equal any source at the same offset; every chunk reads
+ * all its sources before it is stored, and chunks do not overlap.
+ */
+#include "coll_kernel.h"
+
+#include "zc/config.h"
+#include "zc/log.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define COLL_KERN_X86 1
+#else
+#define COLL_KERN_X86 0
+#endif
+
+typedef uint16_t coll_h16 __attribute__((aligned(1), may_alias));
+
+static const char *const coll_kern_names[COLL_KERN_COUNT] = {"scalar", "avx2", "avx512"};
+
+/* -------------------------------------------------------------- conversions
+ * Scalar and portable: the scalar kernel's steps, and the rules the vector
+ * kernels reproduce. fp16: subnormals exact, overflow to infinity, NaN
+ * quietened with its payload kept (top bits), as vcvtph2ps / vcvtps2ph do.
+ * bf16: widening is a 16-bit shift; narrowing rounds to nearest even, keeps
+ * denormals and quietens NaN. */
+
+static uint32_t coll_f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    return u;
+}
+
+static float coll_u2f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+float coll_fp16_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu;
+    uint32_t m = h & 0x3ffu;
+    if (e == 0x1f) {
+        /* inf stays inf; a NaN keeps its payload and becomes quiet */
+        return coll_u2f(sign | 0x7f800000u | (m << 13) | (m != 0 ? 0x400000u : 0));
+    }
+    if (e == 0) {
+        /* zero or subnormal: m * 2^-24 is exact in fp32 */
+        return coll_u2f(sign | coll_f2u((float)m * 0x1p-24f));
+    }
+    return coll_u2f(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+uint16_t coll_fp16_from_float(float f)
+{
+    uint32_t x = coll_f2u(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) {
+        return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+    }
+    if (ax >= 0x477ff000u) {
+        /* 65520 and above (infinity included) round to infinity */
+        return (uint16_t)(sign | 0x7c00u);
+    }
+    if (ax >= 0x38800000u) {
+        /* normal half: rebias the exponent, round the 13 dropped bits */
+        uint32_t r = ax - 0x38000000u;
+        r += 0xfffu + ((r >> 13) & 1u);
+        return (uint16_t)(sign | (r >> 13));
+    }
+    if (ax <= 0x33000000u) {
+        /* at most 2^-25, half the smallest subnormal: ties to even give 0 */
+        return sign;
+    }
+    uint32_t e = ax >> 23;
+    uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+    uint32_t shift = 126u - e;
+    uint32_t q = m >> shift;
+    uint32_t rem = m & ((1u << shift) - 1u);
+    uint32_t half = 1u << (shift - 1u);
+    if (rem > half || (rem == half && (q & 1u))) {
+        q++;
+    }
+    return (uint16_t)(sign | q);
+}
+
+float coll_bf16_to_float(uint16_t h)
+{
+    return coll_u2f((uint32_t)h << 16);
+}
+
+uint16_t coll_bf16_from_float(float f)
+{
+    uint32_t u = coll_f2u(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        return (uint16_t)((u >> 16) | 0x40u);
+    }
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* ------------------------------------------------------------------ scalar */
+
+static inline float coll_half_widen(uint16_t h, int dtype)
+{
+    return dtype == COLL_BF16 ? coll_bf16_to_float(h) : coll_fp16_to_float(h);
+}
+
+static inline uint16_t coll_half_narrow(float f, int dtype)
+{
+    return dtype == COLL_BF16 ? coll_bf16_from_float(f) : coll_fp16_from_float(f);
+}
+
+/* The operators as coll_kernel.c defines them for fp32 (MAX/MIN: the first
+ * NaN in rank order wins; between equal values the later one). */
+static inline float coll_half_op(float x, float y, int op)
+{
+    switch (op) {
+    case COLL_SUM:
+        return x + y;
+    case COLL_PROD:
+        return x * y;
+    case COLL_MAX:
+        return (x > y || x != x) ? x : y;
+    default:
+        return (x < y || x != x) ? x : y;
+    }
+}
+
+/* Elements lo..hi-1: the scalar kernel, and the vector kernels' tails. */
+static void coll_half_scalar(void *dst, const void *const *src, size_t off, int n, size_t lo,
+                             size_t hi, int dtype, int op)
+{
+    coll_h16 *d = dst;
+    for (size_t i = lo; i < hi; i++) {
+        const coll_h16 *s0 = (const coll_h16 *)(const void *)((const char *)src[0] + off);
+        float acc = coll_half_widen(s0[i], dtype);
+        for (int s = 1; s < n; s++) {
+            const coll_h16 *p = (const coll_h16 *)(const void *)((const char *)src[s] + off);
+            acc = coll_half_op(acc, coll_half_widen(p[i], dtype), op);
+        }
+        d[i] = coll_half_narrow(acc, dtype);
+    }
+}
+
+/* One switch per call on the operator, so each inlined body below is
+ * specialised for a constant op. */
+#define COLL_HALF_BY_OP(body, ...)                                                                 \
+    switch (op) {                                                                                  \
+    case COLL_SUM:                                                                                 \
+        body(__VA_ARGS__, COLL_SUM);                                                               \
+        break;                                                                                     \
+    case COLL_PROD:                                                                                \
+        body(__VA_ARGS__, COLL_PROD);                                                              \
+        break;                                                                                     \
+    case COLL_MAX:                                                                                 \
+        body(__VA_ARGS__, COLL_MAX);                                                               \
+        break;                                                                                     \
+    default:                                                                                       \
+        body(__VA_ARGS__, COLL_MIN);                                                               \
+        break;                                                                                     \
+    }
+
+#if COLL_KERN_X86
+#define COLL_SRC(s, i) ((const char *)src[s] + off + (i)*2)
+#define COLL_INLINE static inline __attribute__((always_inline))
+
+/* -------------------------------------------------------------------- AVX2 */
+#define COLL_AVX2 __attribute__((target("avx2,f16c")))
+
+COLL_AVX2 COLL_INLINE __m256 coll_op8(__m256 x, __m256 y, int op)
+{
+    switch (op) {
+    case COLL_SUM:
+        return _mm256_add_ps(x, y);
+    case COLL_PROD:
+        return _mm256_mul_ps(x, y);
+    case COLL_MAX:
+        return _mm256_blendv_ps(
+            y, x, _mm256_or_ps(_mm256_cmp_ps(x, y, _CMP_GT_OQ), _mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
+    default:
+        return _mm256_blendv_ps(
+            y, x, _mm256_or_ps(_mm256_cmp_ps(x, y, _CMP_LT_OQ), _mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
+    }
+}
+
+/* fp32 lanes rounded to bf16 in their upper 16 bits (coll_bf16_from_float). */
+COLL_AVX2 COLL_INLINE __m256i coll_bf16_round8(__m256 f)
+{
+    __m256i u = _mm256_castps_si256(f);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
+    __m256i q = _mm256_or_si256(u, _mm256_set1_epi32(0x400000));
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                     _mm256_set1_epi32(0x7f800000));
+    return _mm256_blendv_epi8(r, q, nan);
+}
+
+COLL_AVX2 COLL_INLINE void coll_bf16_avx2(void *dst, const void *const *src, size_t off, int n,
+                                          size_t count, int op)
+{
+    const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+    size_t i = 0;
+    for (; i + 16 <= count; i += 16) {
+        __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)COLL_SRC(0, i));
+        __m256 ev = _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+        __m256 od = _mm256_castsi256_ps(_mm256_and_si256(u, hi));
+        for (int s = 1; s < n; s++) {
+            u = _mm256_loadu_si256((const __m256i *)(const void *)COLL_SRC(s, i));
+            ev = coll_op8(ev, _mm256_castsi256_ps(_mm256_slli_epi32(u, 16)), op);
+            od = coll_op8(od, _mm256_castsi256_ps(_mm256_and_si256(u, hi)), op);
+        }
+        __m256i out = _mm256_or_si256(_mm256_and_si256(coll_bf16_round8(od), hi),
+                                      _mm256_srli_epi32(coll_bf16_round8(ev), 16));
+        _mm256_storeu_si256((__m256i *)(void *)((char *)dst + i * 2), out);
+    }
+    coll_half_scalar(dst, src, off, n, i, count, COLL_BF16, op);
+}
+
+COLL_AVX2 COLL_INLINE void coll_fp16_avx2(void *dst, const void *const *src, size_t off, int n,
+                                          size_t count, int op)
+{
+    size_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        __m256 acc =
+            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)COLL_SRC(0, i)));
+        for (int s = 1; s < n; s++) {
+            __m128i h = _mm_loadu_si128((const __m128i *)(const void *)COLL_SRC(s, i));
+            acc = coll_op8(acc, _mm256_cvtph_ps(h), op);
+        }
+        _mm_storeu_si128((__m128i *)(void *)((char *)dst + i * 2),
+                         _mm256_cvtps_ph(acc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    coll_half_scalar(dst, src, off, n, i, count, COLL_FP16, op);
+}
+
+COLL_AVX2 static void coll_half_avx2(void *dst, const void *const *src, size_t off, int n,
+                                     size_t count, int dtype, int op)
+{
+    if (dtype == COLL_BF16) {
+        COLL_HALF_BY_OP(coll_bf16_avx2, dst, src, off, n, count)
+    } else {
+        COLL_HALF_BY_OP(coll_fp16_avx2, dst, src, off, n, count)
+    }
+}
+
+/* ----------------------------------------------------------------- AVX-512 */
+#define COLL_AVX512 __attribute__((target("avx512f,avx512bw")))
+
+COLL_AVX512 COLL_INLINE __m512 coll_op16(__m512 x, __m512 y, int op)
+{
+    switch (op) {
+    case COLL_SUM:
+        return _mm512_add_ps(x, y);
+    case COLL_PROD:
+        return _mm512_mul_ps(x, y);
+    case COLL_MAX:
+        return _mm512_mask_blend_ps(
+            _mm512_cmp_ps_mask(x, y, _CMP_GT_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
+    default:
+        return _mm512_mask_blend_ps(
+            _mm512_cmp_ps_mask(x, y, _CMP_LT_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
+    }
+}
+
+COLL_AVX512 COLL_INLINE __m512i coll_bf16_round16(__m512 f)
+{
+    __m512i u = _mm512_castps_si512(f);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000));
+}
+
+/* 32 bf16 per step; the last, partial step with masked loads and store. */
+COLL_AVX512 COLL_INLINE void coll_bf16_avx512(void *dst, const void *const *src, size_t off, int n,
+                                              size_t count, int op)
+{
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    for (size_t i = 0; i < count; i += 32) {
+        __mmask32 k = count - i >= 32 ? ~(__mmask32)0 : ((__mmask32)1 << (count - i)) - 1;
+        __m512i u = _mm512_maskz_loadu_epi16(k, COLL_SRC(0, i));
+        __m512 ev = _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+        __m512 od = _mm512_castsi512_ps(_mm512_and_si512(u, hi));
+        for (int s = 1; s < n; s++) {
+            u = _mm512_maskz_loadu_epi16(k, COLL_SRC(s, i));
+            ev = coll_op16(ev, _mm512_castsi512_ps(_mm512_slli_epi32(u, 16)), op);
+            od = coll_op16(od, _mm512_castsi512_ps(_mm512_and_si512(u, hi)), op);
+        }
+        __m512i out = _mm512_ternarylogic_epi32(hi, coll_bf16_round16(od),
+                                                _mm512_srli_epi32(coll_bf16_round16(ev), 16),
+                                                0xea); /* (hi & od) | ev */
+        _mm512_mask_storeu_epi16((char *)dst + i * 2, k, out);
+    }
+}
+
+COLL_AVX512 COLL_INLINE void coll_fp16_avx512(void *dst, const void *const *src, size_t off, int n,
+                                              size_t count, int op)
+{
+    for (size_t i = 0; i < count; i += 16) {
+        __mmask32 k = count - i >= 16 ? 0xffffu : ((__mmask32)1 << (count - i)) - 1;
+        __m512 acc =
+            _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_maskz_loadu_epi16(k, COLL_SRC(0, i))));
+        for (int s = 1; s < n; s++) {
+            __m256i h = _mm512_castsi512_si256(_mm512_maskz_loadu_epi16(k, COLL_SRC(s, i)));
+            acc = coll_op16(acc, _mm512_cvtph_ps(h), op);
+        }
+        __m256i out = _mm512_cvtps_ph(acc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm512_mask_storeu_epi16((char *)dst + i * 2, k, _mm512_castsi256_si512(out));
+    }
+}
+
+COLL_AVX512 static void coll_half_avx512(void *dst, const void *const *src, size_t off, int n,
+                                         size_t count, int dtype, int op)
+{
+    if (dtype == COLL_BF16) {
+        COLL_HALF_BY_OP(coll_bf16_avx512, dst, src, off, n, count)
+    } else {
+        COLL_HALF_BY_OP(coll_fp16_avx512, dst, src, off, n, count)
+    }
+}
+
+/* What the CPU and the OS allow: AVX2 + F16C with the ymm state saved;
+ * AVX-512 F + BW with the opmask and zmm states saved too. */
+static int coll_kern_probe(void)
+{
+    unsigned a, b, c, d, lo, hi;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX) ||
+        !(c & bit_F16C)) {
+        return COLL_KERN_SCALAR;
+    }
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    if ((lo & 0x6u) != 0x6u || !__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & bit_AVX2)) {
+        return COLL_KERN_SCALAR;
+    }
+    if ((b & bit_AVX512F) && (b & bit_AVX512BW) && (lo & 0xe6u) == 0xe6u) {
+        return COLL_KERN_AVX512;
+    }
+    return COLL_KERN_AVX2;
+}
+#else
+static int coll_kern_probe(void)
+{
+    return COLL_KERN_SCALAR;
+}
+#endif
+
+/* ------------------------------------------------------------------ picker */
+
+int coll_kern_best(void)
+{
+    static atomic_int best = -1;
+    int b = atomic_load_explicit(&best, memory_order_relaxed);
+    if (b < 0) {
+        /* every thread computes the same value, so a racing store is harmless */
+        b = coll_kern_probe();
+        atomic_store_explicit(&best, b, memory_order_relaxed);
+    }
+    return b;
+}
+
+const char *coll_kern_name(int kern)
+{
+    return kern >= 0 && kern < COLL_KERN_COUNT ? coll_kern_names[kern] : "?";
+}
+
+int coll_kern_pick(const char *want, int best)
+{
+    if (want == NULL || want[0] == '\0' || strcmp(want, "auto") == 0) {
+        return best;
+    }
+    for (int k = 0; k < COLL_KERN_COUNT; k++) {
+        if (strcmp(want, coll_kern_names[k]) == 0) {
+            if (k > best) {
+                ZC_WARN(ZC_SUB_COLL, "ZCCL_KERNEL=%s: this CPU cannot run it; using %s", want,
+                        coll_kern_names[best]);
+                return best;
+            }
+            return k;
+        }
+    }
+    ZC_WARN(ZC_SUB_COLL, "ZCCL_KERNEL=%.32s is not auto, scalar, avx2 or avx512; using %s", want,
+            coll_kern_names[best]);
+    return best;
+}
+
+static atomic_int coll_kern_forced = -1;
+
+void coll_kern_force(int kern)
+{
+    atomic_store_explicit(&coll_kern_forced, kern, memory_order_relaxed);
+}
+
+int coll_kern_active(void)
+{
+    static atomic_int picked = -1;
+    int f = atomic_load_explicit(&coll_kern_forced, memory_order_relaxed);
+    if (f >= 0) {
+        return f < coll_kern_best() ? f : coll_kern_best();
+    }
+    int k = atomic_load_explicit(&picked, memory_order_relaxed);
+    if (k < 0) {
+        /* racing first calls may each warn once; they agree on the value */
+        k = coll_kern_pick(zc_config()->kernel, coll_kern_best());
+        atomic_store_explicit(&picked, k, memory_order_relaxed);
+    }
+    return k;
+}
+
+void coll_reduce_half(void *dst, const void *const *src, size_t off, int n, size_t count, int dtype,
+                      int op)
+{
+    switch (coll_kern_active()) {
+#if COLL_KERN_X86
+    case COLL_KERN_AVX512:
+        coll_half_avx512(dst, src, off, n, count, dtype, op);
+        return;
+    case COLL_KERN_AVX2:
+        coll_half_avx2(dst, src, off, n, count, dtype, op);
+        return;
+#endif
+    default:
+        coll_half_scalar(dst, src, off, n, 0, count, dtype, op);
+        return;
+    }
+}
