@@ -44,7 +44,7 @@ float coll_bf16_to_float(uint16_t h);
 uint16_t coll_bf16_from_float(float f);
 
 /* The fp16/bf16 kernels (coll_kernel_half.c), best last. */
-enum { COLL_KERN_SCALAR, COLL_KERN_AVX2, COLL_KERN_AVX512, COLL_KERN_COUNT };
+enum { COLL_KERN_SCALAR, COLL_KERN_AVX2, COLL_KERN_AVX512, COLL_KERN_AVX512BF16, COLL_KERN_COUNT };
 
 /** dst = src[0] op ... op src[n-1] (each + src_off) for fp16/bf16, n >= 1, with the kernel
  *  coll_kern_active() names. */
@@ -54,8 +54,8 @@ void coll_reduce_half(void *dst, const void *const *src, size_t src_off, int n, 
 /** The best kernel this CPU and OS can run (checked once). */
 int coll_kern_best(void);
 
-/** The kernel ZCCL_KERNEL asks for (auto, scalar, avx2, avx512; empty = auto), or best when
- *  the CPU cannot run it or the value is none of these (one warning naming it). */
+/** The kernel ZCCL_KERNEL asks for (auto, scalar, avx2, avx512, avx512bf16; empty = auto), or best
+ * when the CPU cannot run it or the value is none of these (one warning naming it). */
 int coll_kern_pick(const char *want, int best);
 
 /** The kernel in use: the forced one (at most the best), else coll_kern_pick of ZCCL_KERNEL. */
@@ -64,7 +64,7 @@ int coll_kern_active(void);
 /** Tests: force a kernel (-1 returns to ZCCL_KERNEL). */
 void coll_kern_force(int kern);
 
-/** "scalar", "avx2", "avx512". */
+/** "scalar", "avx2", "avx512", "avx512bf16". */
 const char *coll_kern_name(int kern);
 
 #endif /* COLL_KERNEL_H */

@@ -4,14 +4,15 @@
  * rounded once and stored. One pass over the data, no fp32 staging buffer.
  *
  * Kernels: scalar (portable C, the one the others are tested against), AVX2
- * (with F16C) and AVX-512 (F and BW, for the masked tails), picked once at
- * run time from what the CPU and the OS support and ZCCL_KERNEL. Each
- * element goes through the same fp32 operations in the same order in every
- * kernel, and is rounded by the same integer steps (bf16) or by vcvtps2ph,
- * whose results coll_fp16_from_float reproduces (fp16): the same bits
- * whichever kernel runs, and every rank of a host runs the same one.
- * bf16 is rounded with integer arithmetic, not AVX512-BF16's vcvtneps2bf16,
- * which flushes denormal inputs to zero.
+ * (with F16C), AVX-512 (F and BW, for the masked tails) and AVX-512 with
+ * AVX512-BF16 (and DQ), picked once at run time from what the CPU and the OS
+ * support and ZCCL_KERNEL. Each element goes through the same fp32
+ * operations in the same order in every kernel, and is rounded by the same
+ * integer steps or by vcvtne2ps2bf16 where that gives the same bits (bf16:
+ * it flushes denormals, so a chunk with a denormal sum takes the integer
+ * steps), or by vcvtps2ph, whose results coll_fp16_from_float reproduces
+ * (fp16): the same bits whichever kernel runs, and every rank of a host
+ * runs the same one.
  *
  * bf16 lanes: a 32-bit lane holding two bf16 values is, masked with
  * 0xffff0000, its odd element as an fp32 and, shifted left by 16, its even
@@ -39,7 +40,8 @@
 
 typedef uint16_t coll_h16 __attribute__((aligned(1), may_alias));
 
-static const char *const coll_kern_names[COLL_KERN_COUNT] = {"scalar", "avx2", "avx512"};
+static const char *const coll_kern_names[COLL_KERN_COUNT] = {"scalar", "avx2", "avx512",
+                                                             "avx512bf16"};
 
 /* -------------------------------------------------------------- conversions
  * Scalar and portable: the scalar kernel's steps, and the rules the vector
@@ -173,24 +175,41 @@ static void coll_half_scalar(void *dst, const void *const *src, size_t off, int 
 /* One switch per call on the operator, so each inlined body below is
  * specialised for a constant op. */
 #define COLL_HALF_BY_OP(body, ...)                                                                 \
-    switch (op) {                                                                                  \
-    case COLL_SUM:                                                                                 \
-        body(__VA_ARGS__, COLL_SUM);                                                               \
-        break;                                                                                     \
-    case COLL_PROD:                                                                                \
-        body(__VA_ARGS__, COLL_PROD);                                                              \
-        break;                                                                                     \
-    case COLL_MAX:                                                                                 \
-        body(__VA_ARGS__, COLL_MAX);                                                               \
-        break;                                                                                     \
-    default:                                                                                       \
-        body(__VA_ARGS__, COLL_MIN);                                                               \
-        break;                                                                                     \
-    }
+    do {                                                                                           \
+        switch (op) {                                                                              \
+        case COLL_SUM:                                                                             \
+            body(__VA_ARGS__, COLL_SUM);                                                           \
+            break;                                                                                 \
+        case COLL_PROD:                                                                            \
+            body(__VA_ARGS__, COLL_PROD);                                                          \
+            break;                                                                                 \
+        case COLL_MAX:                                                                             \
+            body(__VA_ARGS__, COLL_MAX);                                                           \
+            break;                                                                                 \
+        default:                                                                                   \
+            body(__VA_ARGS__, COLL_MIN);                                                           \
+            break;                                                                                 \
+        }                                                                                          \
+    } while (0)
 
 #if COLL_KERN_X86
-#define COLL_SRC(s, i) ((const char *)src[s] + off + (i)*2)
 #define COLL_INLINE static inline __attribute__((always_inline))
+
+/* Source s of the chunk at element i. p1 is source 1 hoisted out of the
+ * loop: a store to dst may alias the src array as far as the compiler
+ * knows, so src[s] is otherwise reloaded every chunk. */
+#define COLL_SRC(s, i) ((s) == 1 ? p1 + (i)*2 : (const char *)src[s] + off + (i)*2)
+
+/* Every vector body with n = 2 (two ranks: the common case, the loop over
+ * sources unrolled away) and with any n. */
+#define COLL_HALF_BY_N(body, ...)                                                                  \
+    do {                                                                                           \
+        if (n == 2) {                                                                              \
+            body(dst, src, off, 2, count, __VA_ARGS__);                                            \
+        } else {                                                                                   \
+            body(dst, src, off, n, count, __VA_ARGS__);                                            \
+        }                                                                                          \
+    } while (0)
 
 /* -------------------------------------------------------------------- AVX2 */
 #define COLL_AVX2 __attribute__((target("avx2,f16c")))
@@ -227,6 +246,7 @@ COLL_AVX2 COLL_INLINE void coll_bf16_avx2(void *dst, const void *const *src, siz
                                           size_t count, int op)
 {
     const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+    const char *p1 = (const char *)src[n > 1] + off;
     size_t i = 0;
     for (; i + 16 <= count; i += 16) {
         __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)COLL_SRC(0, i));
@@ -247,6 +267,7 @@ COLL_AVX2 COLL_INLINE void coll_bf16_avx2(void *dst, const void *const *src, siz
 COLL_AVX2 COLL_INLINE void coll_fp16_avx2(void *dst, const void *const *src, size_t off, int n,
                                           size_t count, int op)
 {
+    const char *p1 = (const char *)src[n > 1] + off;
     size_t i = 0;
     for (; i + 8 <= count; i += 8) {
         __m256 acc =
@@ -261,13 +282,25 @@ COLL_AVX2 COLL_INLINE void coll_fp16_avx2(void *dst, const void *const *src, siz
     coll_half_scalar(dst, src, off, n, i, count, COLL_FP16, op);
 }
 
+COLL_AVX2 COLL_INLINE void coll_bf16_avx2_op(void *dst, const void *const *src, size_t off, int n,
+                                             size_t count, int op)
+{
+    COLL_HALF_BY_N(coll_bf16_avx2, op);
+}
+
+COLL_AVX2 COLL_INLINE void coll_fp16_avx2_op(void *dst, const void *const *src, size_t off, int n,
+                                             size_t count, int op)
+{
+    COLL_HALF_BY_N(coll_fp16_avx2, op);
+}
+
 COLL_AVX2 static void coll_half_avx2(void *dst, const void *const *src, size_t off, int n,
                                      size_t count, int dtype, int op)
 {
     if (dtype == COLL_BF16) {
-        COLL_HALF_BY_OP(coll_bf16_avx2, dst, src, off, n, count)
+        COLL_HALF_BY_OP(coll_bf16_avx2_op, dst, src, off, n, count);
     } else {
-        COLL_HALF_BY_OP(coll_fp16_avx2, dst, src, off, n, count)
+        COLL_HALF_BY_OP(coll_fp16_avx2_op, dst, src, off, n, count);
     }
 }
 
@@ -300,52 +333,148 @@ COLL_AVX512 COLL_INLINE __m512i coll_bf16_round16(__m512 f)
     return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000));
 }
 
-/* 32 bf16 per step; the last, partial step with masked loads and store. */
-COLL_AVX512 COLL_INLINE void coll_bf16_avx512(void *dst, const void *const *src, size_t off, int n,
-                                              size_t count, int op)
+/* Loads of a whole chunk (k all ones, folded away in the main loop) or of the
+ * last, partial one; masked-off lanes read as 0 and are never stored. */
+COLL_AVX512 COLL_INLINE __m512i coll_load512(const char *p, __mmask32 k, int whole)
+{
+    return whole ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi16(k, p);
+}
+
+COLL_AVX512 COLL_INLINE void coll_store512(char *p, __m512i v, __mmask32 k, int whole)
+{
+    if (whole) {
+        _mm512_storeu_si512(p, v);
+    } else {
+        _mm512_mask_storeu_epi16(p, k, v);
+    }
+}
+
+/* A chunk of 32 bf16 from element i (all of them when whole, else those in
+ * k) reduced into its even and odd elements. */
+COLL_AVX512 COLL_INLINE void coll_bf16_sum512(const void *const *src, size_t off, const char *p1,
+                                              int n, size_t i, __mmask32 k, int whole, int op,
+                                              __m512 *ev, __m512 *od)
 {
     const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
-    for (size_t i = 0; i < count; i += 32) {
-        __mmask32 k = count - i >= 32 ? ~(__mmask32)0 : ((__mmask32)1 << (count - i)) - 1;
-        __m512i u = _mm512_maskz_loadu_epi16(k, COLL_SRC(0, i));
-        __m512 ev = _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
-        __m512 od = _mm512_castsi512_ps(_mm512_and_si512(u, hi));
-        for (int s = 1; s < n; s++) {
-            u = _mm512_maskz_loadu_epi16(k, COLL_SRC(s, i));
-            ev = coll_op16(ev, _mm512_castsi512_ps(_mm512_slli_epi32(u, 16)), op);
-            od = coll_op16(od, _mm512_castsi512_ps(_mm512_and_si512(u, hi)), op);
-        }
-        __m512i out = _mm512_ternarylogic_epi32(hi, coll_bf16_round16(od),
-                                                _mm512_srli_epi32(coll_bf16_round16(ev), 16),
-                                                0xea); /* (hi & od) | ev */
-        _mm512_mask_storeu_epi16((char *)dst + i * 2, k, out);
+    __m512i u = coll_load512(COLL_SRC(0, i), k, whole);
+    __m512 e = _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+    __m512 o = _mm512_castsi512_ps(_mm512_and_si512(u, hi));
+    for (int s = 1; s < n; s++) {
+        u = coll_load512(COLL_SRC(s, i), k, whole);
+        e = coll_op16(e, _mm512_castsi512_ps(_mm512_slli_epi32(u, 16)), op);
+        o = coll_op16(o, _mm512_castsi512_ps(_mm512_and_si512(u, hi)), op);
+    }
+    *ev = e;
+    *od = o;
+}
+
+/* The even and odd sums rounded and merged back into 32 bf16 in order. */
+COLL_AVX512 COLL_INLINE __m512i coll_bf16_pack512(__m512 ev, __m512 od)
+{
+    return _mm512_ternarylogic_epi32(_mm512_set1_epi32((int)0xffff0000u), coll_bf16_round16(od),
+                                     _mm512_srli_epi32(coll_bf16_round16(ev), 16),
+                                     0xea); /* (hi & od) | ev */
+}
+
+/* The same with AVX512-BF16 where it gives the same bits: vcvtne2ps2bf16
+ * rounds as coll_bf16_from_float but flushes denormals, so a chunk with a
+ * denormal sum takes the integer steps. It packs its inputs one after the
+ * other; vpermw interleaves them again. */
+#define COLL_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16")))
+#define COLL_ILV(j) (short)((j) / 2 + ((j)&1) * 16)
+#define COLL_ILV4(j) COLL_ILV(j + 3), COLL_ILV(j + 2), COLL_ILV(j + 1), COLL_ILV(j)
+
+COLL_AVX512BF16 COLL_INLINE __m512i coll_bf16_pack512bf(__m512 ev, __m512 od)
+{
+    if ((_mm512_fpclass_ps_mask(ev, 0x20) | _mm512_fpclass_ps_mask(od, 0x20)) != 0) {
+        return coll_bf16_pack512(ev, od);
+    }
+    const __m512i ilv = _mm512_set_epi16(COLL_ILV4(28), COLL_ILV4(24), COLL_ILV4(20), COLL_ILV4(16),
+                                         COLL_ILV4(12), COLL_ILV4(8), COLL_ILV4(4), COLL_ILV4(0));
+    return _mm512_permutexvar_epi16(ilv, (__m512i)_mm512_cvtne2ps_pbh(od, ev));
+}
+
+/* The bf16 kernel for one target and packing: chunks, then the switches
+ * over n and op (the target decides which instructions may be inlined). */
+#define COLL_GEN_BF16_512(NAME, TARGET, PACK)                                                      \
+    TARGET COLL_INLINE void NAME##_n(void *dst, const void *const *src, size_t off, int n,         \
+                                     size_t count, int op)                                         \
+    {                                                                                              \
+        const char *p1 = (const char *)src[n > 1] + off;                                           \
+        __m512 ev, od;                                                                             \
+        size_t i = 0;                                                                              \
+        for (; i + 32 <= count; i += 32) {                                                         \
+            coll_bf16_sum512(src, off, p1, n, i, ~(__mmask32)0, 1, op, &ev, &od);                  \
+            _mm512_storeu_si512((char *)dst + i * 2, PACK(ev, od));                                \
+        }                                                                                          \
+        if (i < count) {                                                                           \
+            __mmask32 k = ((__mmask32)1 << (count - i)) - 1;                                       \
+            coll_bf16_sum512(src, off, p1, n, i, k, 0, op, &ev, &od);                              \
+            _mm512_mask_storeu_epi16((char *)dst + i * 2, k, PACK(ev, od));                        \
+        }                                                                                          \
+    }                                                                                              \
+    TARGET COLL_INLINE void NAME##_op(void *dst, const void *const *src, size_t off, int n,        \
+                                      size_t count, int op)                                        \
+    {                                                                                              \
+        COLL_HALF_BY_N(NAME##_n, op);                                                              \
+    }                                                                                              \
+    TARGET static void NAME(void *dst, const void *const *src, size_t off, int n, size_t count,    \
+                            int op)                                                                \
+    {                                                                                              \
+        COLL_HALF_BY_OP(NAME##_op, dst, src, off, n, count);                                       \
+    }
+
+COLL_GEN_BF16_512(coll_bf16_avx512, COLL_AVX512, coll_bf16_pack512)
+COLL_GEN_BF16_512(coll_bf16_avx512bf, COLL_AVX512BF16, coll_bf16_pack512bf)
+
+/* 16 fp16 at p widened (those in k unless whole: then 32 bytes, no more). */
+COLL_AVX512 COLL_INLINE __m512 coll_fp16_load512(const char *p, __mmask32 k, int whole)
+{
+    __m256i h = whole ? _mm256_loadu_si256((const __m256i *)(const void *)p)
+                      : _mm512_castsi512_si256(_mm512_maskz_loadu_epi16(k, p));
+    return _mm512_cvtph_ps(h);
+}
+
+/* 16 fp16 from element i (those in k unless whole). */
+COLL_AVX512 COLL_INLINE void coll_fp16_step512(char *dst, const void *const *src, size_t off,
+                                               const char *p1, int n, size_t i, __mmask32 k,
+                                               int whole, int op)
+{
+    __m512 acc = coll_fp16_load512(COLL_SRC(0, i), k, whole);
+    for (int s = 1; s < n; s++) {
+        acc = coll_op16(acc, coll_fp16_load512(COLL_SRC(s, i), k, whole), op);
+    }
+    __m256i out = _mm512_cvtps_ph(acc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    if (whole) {
+        _mm256_storeu_si256((__m256i *)(void *)(dst + i * 2), out);
+    } else {
+        _mm512_mask_storeu_epi16(dst + i * 2, k, _mm512_castsi256_si512(out));
     }
 }
 
 COLL_AVX512 COLL_INLINE void coll_fp16_avx512(void *dst, const void *const *src, size_t off, int n,
                                               size_t count, int op)
 {
-    for (size_t i = 0; i < count; i += 16) {
-        __mmask32 k = count - i >= 16 ? 0xffffu : ((__mmask32)1 << (count - i)) - 1;
-        __m512 acc =
-            _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_maskz_loadu_epi16(k, COLL_SRC(0, i))));
-        for (int s = 1; s < n; s++) {
-            __m256i h = _mm512_castsi512_si256(_mm512_maskz_loadu_epi16(k, COLL_SRC(s, i)));
-            acc = coll_op16(acc, _mm512_cvtph_ps(h), op);
-        }
-        __m256i out = _mm512_cvtps_ph(acc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        _mm512_mask_storeu_epi16((char *)dst + i * 2, k, _mm512_castsi256_si512(out));
+    const char *p1 = (const char *)src[n > 1] + off;
+    size_t i = 0;
+    for (; i + 16 <= count; i += 16) {
+        coll_fp16_step512(dst, src, off, p1, n, i, 0xffff, 1, op);
+    }
+    if (i < count) {
+        coll_fp16_step512(dst, src, off, p1, n, i, ((__mmask32)1 << (count - i)) - 1, 0, op);
     }
 }
 
-COLL_AVX512 static void coll_half_avx512(void *dst, const void *const *src, size_t off, int n,
-                                         size_t count, int dtype, int op)
+COLL_AVX512 COLL_INLINE void coll_fp16_avx512_op(void *dst, const void *const *src, size_t off,
+                                                 int n, size_t count, int op)
 {
-    if (dtype == COLL_BF16) {
-        COLL_HALF_BY_OP(coll_bf16_avx512, dst, src, off, n, count)
-    } else {
-        COLL_HALF_BY_OP(coll_fp16_avx512, dst, src, off, n, count)
-    }
+    COLL_HALF_BY_N(coll_fp16_avx512, op);
+}
+
+COLL_AVX512 static void coll_fp16_avx512_all(void *dst, const void *const *src, size_t off, int n,
+                                             size_t count, int op)
+{
+    COLL_HALF_BY_OP(coll_fp16_avx512_op, dst, src, off, n, count);
 }
 
 /* What the CPU and the OS allow: AVX2 + F16C with the ymm state saved;
@@ -362,10 +491,13 @@ static int coll_kern_probe(void)
     if ((lo & 0x6u) != 0x6u || !__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & bit_AVX2)) {
         return COLL_KERN_SCALAR;
     }
-    if ((b & bit_AVX512F) && (b & bit_AVX512BW) && (lo & 0xe6u) == 0xe6u) {
-        return COLL_KERN_AVX512;
+    if (!(b & bit_AVX512F) || !(b & bit_AVX512BW) || (lo & 0xe6u) != 0xe6u) {
+        return COLL_KERN_AVX2;
     }
-    return COLL_KERN_AVX2;
+    if ((b & bit_AVX512DQ) && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & bit_AVX512BF16)) {
+        return COLL_KERN_AVX512BF16;
+    }
+    return COLL_KERN_AVX512;
 }
 #else
 static int coll_kern_probe(void)
@@ -408,7 +540,8 @@ int coll_kern_pick(const char *want, int best)
             return k;
         }
     }
-    ZC_WARN(ZC_SUB_COLL, "ZCCL_KERNEL=%.32s is not auto, scalar, avx2 or avx512; using %s", want,
+    ZC_WARN(ZC_SUB_COLL,
+            "ZCCL_KERNEL=%.32s is not auto, scalar, avx2, avx512 or avx512bf16; using %s", want,
             coll_kern_names[best]);
     return best;
 }
@@ -439,17 +572,23 @@ int coll_kern_active(void)
 void coll_reduce_half(void *dst, const void *const *src, size_t off, int n, size_t count, int dtype,
                       int op)
 {
-    switch (coll_kern_active()) {
+    int kern = coll_kern_active();
 #if COLL_KERN_X86
-    case COLL_KERN_AVX512:
-        coll_half_avx512(dst, src, off, n, count, dtype, op);
-        return;
-    case COLL_KERN_AVX2:
-        coll_half_avx2(dst, src, off, n, count, dtype, op);
-        return;
-#endif
-    default:
-        coll_half_scalar(dst, src, off, n, 0, count, dtype, op);
+    if (kern >= COLL_KERN_AVX512) {
+        if (dtype == COLL_FP16) {
+            coll_fp16_avx512_all(dst, src, off, n, count, op);
+        } else if (kern == COLL_KERN_AVX512BF16) {
+            coll_bf16_avx512bf(dst, src, off, n, count, op);
+        } else {
+            coll_bf16_avx512(dst, src, off, n, count, op);
+        }
         return;
     }
+    if (kern == COLL_KERN_AVX2) {
+        coll_half_avx2(dst, src, off, n, count, dtype, op);
+        return;
+    }
+#endif
+    (void)kern;
+    coll_half_scalar(dst, src, off, n, 0, count, dtype, op);
 }

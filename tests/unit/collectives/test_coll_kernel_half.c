@@ -23,6 +23,9 @@ static int cpu_can(int kern)
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
     case COLL_KERN_AVX512:
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    case COLL_KERN_AVX512BF16:
+        return cpu_can(COLL_KERN_AVX512) && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512bf16");
     default:
         return 0;
     }
@@ -50,11 +53,12 @@ static void test_picker(void **state)
         assert_int_equal(coll_kern_pick("auto", b), b);
         assert_int_equal(coll_kern_pick("scalar", b), COLL_KERN_SCALAR);
         assert_int_equal(coll_kern_pick("avx2", b), b >= 1 ? COLL_KERN_AVX2 : b);
-        assert_int_equal(coll_kern_pick("avx512", b), b);
+        assert_int_equal(coll_kern_pick("avx512", b), b >= 2 ? COLL_KERN_AVX512 : b);
+        assert_int_equal(coll_kern_pick("avx512bf16", b), b);
         assert_int_equal(coll_kern_pick("avx1024", b), b);
         assert_int_equal(coll_kern_pick("AVX2", b), b);
     }
-    assert_string_equal(coll_kern_name(COLL_KERN_AVX512), "avx512");
+    assert_string_equal(coll_kern_name(COLL_KERN_AVX512BF16), "avx512bf16");
 }
 
 /* One element of input: raw bits (any class of value), or a value whose sum
