@@ -151,6 +151,49 @@ __attribute__((target("avx512f,avx512bw"))) static inline __m512i bench_bf16_r16
     return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000));
 }
 
+/* AVX512-BF16's vcvtne2ps2bf16 rounds as bench_bf16_round but flushes
+ * denormals: chunks with a denormal sum take the integer steps. It packs its
+ * inputs one after the other; vpermw puts the even and odd elements back. */
+#define BENCH_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16")))
+#define BENCH_ILV(j) (short)((j) / 2 + ((j)&1) * 16)
+#define BENCH_ILV4(j) BENCH_ILV(j + 3), BENCH_ILV(j + 2), BENCH_ILV(j + 1), BENCH_ILV(j)
+
+BENCH_BF16_TARGET static inline __m512i bench_bf16_pack_bf(__m512 ev, __m512 od, __m512i hi)
+{
+    if ((_mm512_fpclass_ps_mask(ev, 0x20) | _mm512_fpclass_ps_mask(od, 0x20)) != 0) {
+        return _mm512_ternarylogic_epi32(hi, bench_bf16_r16(od),
+                                         _mm512_srli_epi32(bench_bf16_r16(ev), 16), 0xea);
+    }
+    const __m512i ilv =
+        _mm512_set_epi16(BENCH_ILV4(28), BENCH_ILV4(24), BENCH_ILV4(20), BENCH_ILV4(16),
+                         BENCH_ILV4(12), BENCH_ILV4(8), BENCH_ILV4(4), BENCH_ILV4(0));
+    return _mm512_permutexvar_epi16(ilv, (__m512i)_mm512_cvtne2ps_pbh(od, ev));
+}
+
+/* The bf16 sum with the first two sources' pointers in registers. */
+BENCH_BF16_TARGET static size_t bench_bf16_sum_bf(void *acc, const void *const *src, int nsrc,
+                                                  size_t so, size_t m)
+{
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    const char *p0 = BENCH_AT(0, 0), *p1 = BENCH_AT(1, 0);
+    size_t i = 0;
+    for (; i + 32 <= m; i += 32) {
+        __m512i u = _mm512_loadu_si512(p0 + i * 2);
+        __m512i v = _mm512_loadu_si512(p1 + i * 2);
+        __m512 ev = _mm512_add_ps(_mm512_castsi512_ps(_mm512_slli_epi32(u, 16)),
+                                  _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)));
+        __m512 od = _mm512_add_ps(_mm512_castsi512_ps(_mm512_and_si512(u, hi)),
+                                  _mm512_castsi512_ps(_mm512_and_si512(v, hi)));
+        for (int s = 2; s < nsrc; s++) {
+            u = _mm512_loadu_si512(BENCH_AT(s, i));
+            ev = _mm512_add_ps(ev, _mm512_castsi512_ps(_mm512_slli_epi32(u, 16)));
+            od = _mm512_add_ps(od, _mm512_castsi512_ps(_mm512_and_si512(u, hi)));
+        }
+        _mm512_storeu_si512((char *)acc + i * 2, bench_bf16_pack_bf(ev, od, hi));
+    }
+    return i;
+}
+
 __attribute__((target("avx512f,avx512bw"))) static size_t
 bench_half_sum_avx512(void *acc, const void *const *src, int nsrc, size_t so, size_t m, int bf16)
 {
@@ -232,17 +275,17 @@ __attribute__((target("f16c"))) static uint16_t bench_fp16_round(float f)
     return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
-/* 2 AVX-512, 1 AVX2 + F16C, 0 neither (then there is no fp16 reference). */
+/* 3 AVX-512 with AVX512-BF16, 2 AVX-512, 1 AVX2 + F16C, 0 neither (then
+ * there is no fp16 reference). */
 static int bench_half_isa(void)
 {
     static int isa = -1;
     if (isa < 0) {
         __builtin_cpu_init();
-        isa = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("f16c")
-                  ? 2
-              : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? 1
-                                                                                 : 0;
+        int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                     __builtin_cpu_supports("f16c");
+        int bf = __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16");
+        isa = avx512 ? 2 + bf : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
     }
     return isa;
 }
@@ -251,9 +294,10 @@ static void bench_half_sum(void *acc, const void *const *src, int nsrc, size_t s
                            int bf16)
 {
     int isa = bench_half_isa();
-    size_t i = isa == 2   ? bench_half_sum_avx512(acc, src, nsrc, so, m, bf16)
-               : isa == 1 ? bench_half_sum_avx2(acc, src, nsrc, so, m, bf16)
-                          : 0;
+    size_t i = isa == 3 && bf16 ? bench_bf16_sum_bf(acc, src, nsrc, so, m)
+               : isa >= 2       ? bench_half_sum_avx512(acc, src, nsrc, so, m, bf16)
+               : isa == 1       ? bench_half_sum_avx2(acc, src, nsrc, so, m, bf16)
+                                : 0;
     for (; i < m; i++) {
         float a = 0.0f;
         for (int s = 0; s < nsrc; s++) {
