@@ -564,6 +564,7 @@ int coll_kern_active(void)
     if (k < 0) {
         /* racing first calls may each warn once; they agree on the value */
         k = coll_kern_pick(zc_config()->kernel, coll_kern_best());
+        ZC_INFO(ZC_SUB_COLL, "fp16/bf16 reduction kernel: %s", coll_kern_names[k]);
         atomic_store_explicit(&picked, k, memory_order_relaxed);
     }
     return k;
