@@ -1,9 +1,10 @@
 /*
  * Unit tests of the reduction and copy kernels: dtype table, every dtype x op
  * against the serial reference for 1..5 inputs with dst aliasing each input,
- * fp16/bf16 scalar conversion (rounding cases; the kernels' own tests are in
- * test_coll_kernel_half.c), round-once accumulation with every kernel, NaN rules, integer wrap,
- * and coll_copy's streaming path at odd sizes and alignments.
+ * fp16/bf16 with every kernel, scalar conversion (rounding cases; the fused
+ * kernels' own tests are in test_coll_kernel_half.c), round-once
+ * accumulation, NaN rules, integer wrap, and coll_copy's streaming path at
+ * odd sizes and alignments.
  */
 #include "test_coll_harness.h"
 
