@@ -141,14 +141,15 @@ static uint16_t bench_bf16_round(uint32_t u)
 #if defined(__x86_64__)
 #define BENCH_AT(s, i) ((const char *)src[s] + so + (i)*2)
 
+/* u + 0x7fff + lsb: u + 0x8000 where the lsb is set, else u + 0x7fff. */
 __attribute__((target("avx512f,avx512bw"))) static inline __m512i bench_bf16_r16(__m512 f)
 {
     __m512i u = _mm512_castps_si512(f);
-    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
-                                 _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
-    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                            _mm512_set1_epi32(0x7f800000));
-    return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000));
+    __mmask16 lsb = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x10000));
+    __m512i r = _mm512_mask_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb, u,
+                                      _mm512_set1_epi32(0x8000));
+    return _mm512_mask_or_epi32(r, _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q), u,
+                                _mm512_set1_epi32(0x400000));
 }
 
 /* AVX512-BF16's vcvtne2ps2bf16 rounds as bench_bf16_round but flushes
@@ -230,9 +231,9 @@ __attribute__((target("avx2,f16c"))) static inline __m256i bench_bf16_r8(__m256 
     __m256i u = _mm256_castps_si256(f);
     __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)),
                                  _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1)));
-    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
-                                     _mm256_set1_epi32(0x7f800000));
-    return _mm256_blendv_epi8(r, _mm256_or_si256(u, _mm256_set1_epi32(0x400000)), nan);
+    __m256 q = _mm256_castsi256_ps(_mm256_or_si256(u, _mm256_set1_epi32(0x400000)));
+    return _mm256_castps_si256(
+        _mm256_blendv_ps(_mm256_castsi256_ps(r), q, _mm256_cmp_ps(f, f, _CMP_UNORD_Q)));
 }
 
 __attribute__((target("avx2,f16c"))) static size_t

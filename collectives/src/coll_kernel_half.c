@@ -237,9 +237,9 @@ COLL_AVX2 COLL_INLINE __m256i coll_bf16_round8(__m256 f)
     __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
     __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
     __m256i q = _mm256_or_si256(u, _mm256_set1_epi32(0x400000));
-    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
-                                     _mm256_set1_epi32(0x7f800000));
-    return _mm256_blendv_epi8(r, q, nan);
+    __m256 nan = _mm256_cmp_ps(f, f, _CMP_UNORD_Q);
+    return _mm256_castps_si256(
+        _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(q), nan));
 }
 
 COLL_AVX2 COLL_INLINE void coll_bf16_avx2(void *dst, const void *const *src, size_t off, int n,
@@ -323,13 +323,15 @@ COLL_AVX512 COLL_INLINE __m512 coll_op16(__m512 x, __m512 y, int op)
     }
 }
 
+/* u + 0x7fff + lsb as u + 0x8000 where the lsb is set, else u + 0x7fff, and
+ * NaN found by an fp compare: 5 instructions where the AVX2 form takes 7. */
 COLL_AVX512 COLL_INLINE __m512i coll_bf16_round16(__m512 f)
 {
     __m512i u = _mm512_castps_si512(f);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
-    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                            _mm512_set1_epi32(0x7f800000));
+    __mmask16 lsb = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x10000));
+    __m512i r = _mm512_mask_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb, u,
+                                      _mm512_set1_epi32(0x8000));
+    __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
     return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000));
 }
 
