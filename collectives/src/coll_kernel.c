@@ -19,7 +19,9 @@
  *    first NaN operand in rank order wins); between equal values (+0 / -0)
  *    the later operand is returned.
  *  - fp16/bf16 are widened to fp32, reduced in fp32 over all n inputs and
- *    rounded to nearest even once, in one fused pass (coll_kernel_half.c).
+ *    rounded to nearest even once, in one fused pass (coll_kernel_half.c);
+ *    on x86, when NaNs meet in SUM or PROD the earlier one's payload
+ *    survives, whichever kernel runs.
  */
 #include "coll_kernel.h"
 

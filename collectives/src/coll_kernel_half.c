@@ -140,15 +140,44 @@ static inline uint16_t coll_half_narrow(float f, int dtype)
     return dtype == COLL_BF16 ? coll_bf16_from_float(f) : coll_fp16_from_float(f);
 }
 
+/* SUM and PROD: when both operands are NaN, x86 returns the first one
+ * (quietened), and a compiler may swap the operands of + and *, so which
+ * payload survives would depend on code generation; the instructions are
+ * written out with the accumulator first, in every kernel alike. */
+#if COLL_KERN_X86
+#define COLL_PINNED(insn, out, x, y, cx) __asm__(insn " %2, %1, %0" : "=" cx(out) : cx(x), cx(y))
+#define COLL_PINNED_SS(insn, x, y) __asm__(insn " %1, %0" : "+x"(x) : "x"(y))
+#endif
+
+static inline float coll_half_add(float x, float y)
+{
+#if COLL_KERN_X86
+    COLL_PINNED_SS("addss", x, y);
+    return x;
+#else
+    return x + y;
+#endif
+}
+
+static inline float coll_half_mul(float x, float y)
+{
+#if COLL_KERN_X86
+    COLL_PINNED_SS("mulss", x, y);
+    return x;
+#else
+    return x * y;
+#endif
+}
+
 /* The operators as coll_kernel.c defines them for fp32 (MAX/MIN: the first
  * NaN in rank order wins; between equal values the later one). */
 static inline float coll_half_op(float x, float y, int op)
 {
     switch (op) {
     case COLL_SUM:
-        return x + y;
+        return coll_half_add(x, y);
     case COLL_PROD:
-        return x * y;
+        return coll_half_mul(x, y);
     case COLL_MAX:
         return (x > y || x != x) ? x : y;
     default:
@@ -156,19 +185,34 @@ static inline float coll_half_op(float x, float y, int op)
     }
 }
 
-/* Elements lo..hi-1: the scalar kernel, and the vector kernels' tails. */
-static void coll_half_scalar(void *dst, const void *const *src, size_t off, int n, size_t lo,
-                             size_t hi, int dtype, int op)
+/* Elements lo..hi-1 in blocks of COLL_SCALAR_BLK: every source's block folded
+ * into a small fp32 block, which is rounded and stored after the last one
+ * (so in place is safe). Loops of one source each, with dtype and op
+ * constant after inlining, which the compiler can vectorise (bf16 at least)
+ * where no vector kernel runs. */
+#define COLL_SCALAR_BLK 64
+
+static inline __attribute__((always_inline)) void
+coll_half_scalar_body(void *dst, const void *const *src, size_t off, int n, size_t lo, size_t hi,
+                      int dtype, int op)
 {
     coll_h16 *d = dst;
-    for (size_t i = lo; i < hi; i++) {
-        const coll_h16 *s0 = (const coll_h16 *)(const void *)((const char *)src[0] + off);
-        float acc = coll_half_widen(s0[i], dtype);
-        for (int s = 1; s < n; s++) {
-            const coll_h16 *p = (const coll_h16 *)(const void *)((const char *)src[s] + off);
-            acc = coll_half_op(acc, coll_half_widen(p[i], dtype), op);
+    float acc[COLL_SCALAR_BLK];
+    for (size_t b = lo; b < hi; b += COLL_SCALAR_BLK) {
+        size_t m = hi - b < COLL_SCALAR_BLK ? hi - b : COLL_SCALAR_BLK;
+        const coll_h16 *p = (const coll_h16 *)(const void *)((const char *)src[0] + off) + b;
+        for (size_t j = 0; j < m; j++) {
+            acc[j] = coll_half_widen(p[j], dtype);
         }
-        d[i] = coll_half_narrow(acc, dtype);
+        for (int s = 1; s < n; s++) {
+            p = (const coll_h16 *)(const void *)((const char *)src[s] + off) + b;
+            for (size_t j = 0; j < m; j++) {
+                acc[j] = coll_half_op(acc[j], coll_half_widen(p[j], dtype), op);
+            }
+        }
+        for (size_t j = 0; j < m; j++) {
+            d[b + j] = coll_half_narrow(acc[j], dtype);
+        }
     }
 }
 
@@ -191,6 +235,28 @@ static void coll_half_scalar(void *dst, const void *const *src, size_t off, int 
             break;                                                                                 \
         }                                                                                          \
     } while (0)
+
+static inline __attribute__((always_inline)) void coll_half_scalar_dt(void *dst,
+                                                                      const void *const *src,
+                                                                      size_t off, int n, size_t lo,
+                                                                      size_t hi, int dtype, int op)
+{
+    COLL_HALF_BY_OP(coll_half_scalar_body, dst, src, off, n, lo, hi, dtype);
+}
+
+/* The scalar kernel, and the vector kernels' tails (not inlined into them:
+ * compiled for the baseline, its legacy SSE instructions never meet dirty
+ * upper vector halves, as the compiler clears them before a call). */
+static __attribute__((noinline)) void coll_half_scalar(void *dst, const void *const *src,
+                                                       size_t off, int n, size_t lo, size_t hi,
+                                                       int dtype, int op)
+{
+    if (dtype == COLL_BF16) {
+        coll_half_scalar_dt(dst, src, off, n, lo, hi, COLL_BF16, op);
+    } else {
+        coll_half_scalar_dt(dst, src, off, n, lo, hi, COLL_FP16, op);
+    }
+}
 
 #if COLL_KERN_X86
 #define COLL_INLINE static inline __attribute__((always_inline))
@@ -218,9 +284,11 @@ COLL_AVX2 COLL_INLINE __m256 coll_op8(__m256 x, __m256 y, int op)
 {
     switch (op) {
     case COLL_SUM:
-        return _mm256_add_ps(x, y);
+        COLL_PINNED("vaddps", x, x, y, "x");
+        return x;
     case COLL_PROD:
-        return _mm256_mul_ps(x, y);
+        COLL_PINNED("vmulps", x, x, y, "x");
+        return x;
     case COLL_MAX:
         return _mm256_blendv_ps(
             y, x, _mm256_or_ps(_mm256_cmp_ps(x, y, _CMP_GT_OQ), _mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
@@ -311,9 +379,11 @@ COLL_AVX512 COLL_INLINE __m512 coll_op16(__m512 x, __m512 y, int op)
 {
     switch (op) {
     case COLL_SUM:
-        return _mm512_add_ps(x, y);
+        COLL_PINNED("vaddps", x, x, y, "v");
+        return x;
     case COLL_PROD:
-        return _mm512_mul_ps(x, y);
+        COLL_PINNED("vmulps", x, x, y, "v");
+        return x;
     case COLL_MAX:
         return _mm512_mask_blend_ps(
             _mm512_cmp_ps_mask(x, y, _CMP_GT_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
