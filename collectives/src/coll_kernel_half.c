@@ -149,23 +149,18 @@ static inline uint16_t coll_half_narrow(float f, int dtype)
 #define COLL_PINNED_SS(insn, x, y) __asm__(insn " %1, %0" : "+x"(x) : "x"(y))
 #endif
 
-static inline float coll_half_add(float x, float y)
+/* x + y, or x * y when mul. */
+static inline float coll_half_arith(float x, float y, int mul)
 {
 #if COLL_KERN_X86
-    COLL_PINNED_SS("addss", x, y);
+    if (mul) {
+        COLL_PINNED_SS("mulss", x, y);
+    } else {
+        COLL_PINNED_SS("addss", x, y);
+    }
     return x;
 #else
-    return x + y;
-#endif
-}
-
-static inline float coll_half_mul(float x, float y)
-{
-#if COLL_KERN_X86
-    COLL_PINNED_SS("mulss", x, y);
-    return x;
-#else
-    return x * y;
+    return mul ? x * y : x + y;
 #endif
 }
 
@@ -175,9 +170,9 @@ static inline float coll_half_op(float x, float y, int op)
 {
     switch (op) {
     case COLL_SUM:
-        return coll_half_add(x, y);
+        return coll_half_arith(x, y, 0);
     case COLL_PROD:
-        return coll_half_mul(x, y);
+        return coll_half_arith(x, y, 1);
     case COLL_MAX:
         return (x > y || x != x) ? x : y;
     default:
