@@ -1,7 +1,7 @@
 /*
  * Private interface of the reduction and copy kernels (coll_kernel.c,
- * coll_kernel_half.c, coll_copy.c), used by the algorithm files and by the unit
- * tests, which may reach internals.
+ * coll_kernel_half.c, coll_half.c, coll_copy.c), used by the algorithm
+ * files and by the unit tests, which may reach internals.
  *
  * Kernels read and write through 1-byte-aligned, may_alias types, so any
  * buffer address works (an fp32 buffer at an odd byte offset included) and
