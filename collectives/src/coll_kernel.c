@@ -19,7 +19,9 @@
  *    first NaN operand in rank order wins); between equal values (+0 / -0)
  *    the later operand is returned.
  *  - fp16/bf16 are widened to fp32, reduced in fp32 over all n inputs and
- *    rounded to nearest even once (coll_half.c).
+ *    rounded to nearest even once, in one fused pass (coll_kernel_half.c);
+ *    on x86, when NaNs meet in SUM or PROD the earlier one's payload
+ *    survives, whichever kernel runs.
  */
 #include "coll_kernel.h"
 
@@ -166,29 +168,6 @@ int coll_reducible(int dtype, int op)
         return 0;
     }
     return coll_kern_tab[dtype][op].k2 != NULL || coll_is_half(dtype);
-}
-
-/* fp16/bf16: widen each source block to fp32, fold it into an fp32
- * accumulator with the FP32 kernel, round the block once at the end. */
-#define COLL_HALF_BLK (COLL_BLK_BYTES / 2 / sizeof(float))
-
-static void coll_reduce_half(void *dst, const void *const *src, size_t off, int n, size_t count,
-                             int dtype, int op)
-{
-    float acc[COLL_HALF_BLK] __attribute__((aligned(64)));
-    float cvt[COLL_HALF_BLK] __attribute__((aligned(64)));
-    const coll_kern_t *k = &coll_kern_tab[COLL_FP32][op];
-
-    for (size_t i = 0; i < count; i += COLL_HALF_BLK) {
-        size_t m = ZC_MIN(COLL_HALF_BLK, count - i);
-        size_t bo = off + i * 2;
-        coll_half_to_float(acc, (const char *)src[0] + bo, m, dtype);
-        for (int s = 1; s < n; s++) {
-            coll_half_to_float(cvt, (const char *)src[s] + bo, m, dtype);
-            k->k1(acc, cvt, m);
-        }
-        coll_float_to_half((char *)dst + i * 2, acc, m, dtype);
-    }
 }
 
 void coll_reduce_at(void *dst, const void *const *src, size_t off, int n, size_t count, int dtype,

@@ -1,7 +1,7 @@
 /*
  * Private interface of the reduction and copy kernels (coll_kernel.c,
- * coll_half.c, coll_copy.c), used by the algorithm files and by the unit
- * tests, which may reach internals.
+ * coll_kernel_half.c, coll_half.c, coll_copy.c), used by the algorithm
+ * files and by the unit tests, which may reach internals.
  *
  * Kernels read and write through 1-byte-aligned, may_alias types, so any
  * buffer address works (an fp32 buffer at an odd byte offset included) and
@@ -37,23 +37,34 @@ void coll_copy_stream(void *dst, const void *src, size_t bytes);
 /** Orders preceding non-temporal stores before later stores (sfence on x86). */
 void coll_store_fence(void);
 
-/** Convert n fp16 (dtype COLL_FP16) or bf16 (COLL_BF16) values to float. */
-void coll_half_to_float(float *dst, const void *src, size_t n, int dtype);
-
-/** Convert n floats to fp16 / bf16, rounding to nearest even (NaN stays NaN). */
-void coll_float_to_half(void *dst, const float *src, size_t n, int dtype);
-
 /** Scalar, portable, bit-exact conversions (the fallback and the reference). */
 float coll_fp16_to_float(uint16_t h);
 uint16_t coll_fp16_from_float(float f);
 float coll_bf16_to_float(uint16_t h);
 uint16_t coll_bf16_from_float(float f);
 
-/** Tests: 1 forces the portable fp16 conversion and the baseline (SSE2) bf16
- *  narrowing, 0 restores the CPU checks. */
-void coll_half_force_portable(int on);
+/* The fp16/bf16 kernels (coll_kernel_half.c), best last. */
+enum { COLL_KERN_SCALAR, COLL_KERN_AVX2, COLL_KERN_AVX512, COLL_KERN_AVX512BF16, COLL_KERN_COUNT };
 
-/** 1 when fp16 conversions currently use the F16C instructions. */
-int coll_half_uses_f16c(void);
+/** dst = src[0] op ... op src[n-1] (each + src_off) for fp16/bf16, n >= 1, with the kernel
+ *  coll_kern_active() names. */
+void coll_reduce_half(void *dst, const void *const *src, size_t src_off, int n, size_t count,
+                      int dtype, int op);
+
+/** The best kernel this CPU and OS can run (checked once). */
+int coll_kern_best(void);
+
+/** The kernel ZCCL_KERNEL asks for (auto, scalar, avx2, avx512, avx512bf16; empty = auto), or best
+ * when the CPU cannot run it or the value is none of these (one warning naming it). */
+int coll_kern_pick(const char *want, int best);
+
+/** The kernel in use: the forced one (at most the best), else coll_kern_pick of ZCCL_KERNEL. */
+int coll_kern_active(void);
+
+/** Tests: force a kernel (-1 returns to ZCCL_KERNEL). */
+void coll_kern_force(int kern);
+
+/** "scalar", "avx2", "avx512", "avx512bf16". */
+const char *coll_kern_name(int kern);
 
 #endif /* COLL_KERNEL_H */

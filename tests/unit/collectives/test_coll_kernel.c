@@ -1,9 +1,10 @@
 /*
  * Unit tests of the reduction and copy kernels: dtype table, every dtype x op
  * against the serial reference for 1..5 inputs with dst aliasing each input,
- * fp16/bf16 conversion (exhaustive fp16 -> fp32, F16C against the portable
- * path, rounding cases), round-once accumulation, NaN rules, integer wrap,
- * and coll_copy's streaming path at odd sizes and alignments.
+ * fp16/bf16 with every kernel, scalar conversion (rounding cases; the fused
+ * kernels' own tests are in test_coll_kernel_half.c), round-once
+ * accumulation, NaN rules, integer wrap, and coll_copy's streaming path at
+ * odd sizes and alignments.
  */
 #include "test_coll_harness.h"
 
@@ -105,13 +106,15 @@ static void test_reduce_all(void **state)
     reduce_all(0);
 }
 
-static void test_reduce_all_portable_half(void **state)
+/* fp16/bf16 with every kernel this CPU runs, against the serial reference. */
+static void test_reduce_all_half_kernels(void **state)
 {
     (void)state;
-    coll_half_force_portable(1);
-    assert_int_equal(coll_half_uses_f16c(), 0);
-    reduce_all(1);
-    coll_half_force_portable(0);
+    for (int k = COLL_KERN_SCALAR; k <= coll_kern_best(); k++) {
+        coll_kern_force(k);
+        reduce_all(1);
+    }
+    coll_kern_force(-1);
 }
 
 static uint32_t f2u(float f)
@@ -142,26 +145,6 @@ static void test_fp16_to_float(void **state)
     assert_int_equal(f2u(coll_fp16_to_float(0xfc00)), 0xff800000u);
     assert_int_equal(f2u(coll_fp16_to_float(0x7c01)), 0x7fc02000u); /* quietened */
     assert_int_equal(f2u(coll_fp16_to_float(0xfe00)), 0xffc00000u);
-
-    /* every fp16 value: batch (F16C when present) == scalar portable, and
-     * narrowing it back gives the same bits (NaN: the quiet form) */
-    static uint16_t h[65536];
-    static float f[65536];
-    static uint16_t back[65536];
-    for (uint32_t i = 0; i < 65536; i++) {
-        h[i] = (uint16_t)i;
-    }
-    for (int mode = 0; mode < 2; mode++) {
-        coll_half_force_portable(mode);
-        coll_half_to_float(f, h, 65536, COLL_FP16);
-        coll_float_to_half(back, f, 65536, COLL_FP16);
-        for (uint32_t i = 0; i < 65536; i++) {
-            assert_int_equal(f2u(f[i]), f2u(coll_fp16_to_float((uint16_t)i)));
-            int nan = (i & 0x7c00) == 0x7c00 && (i & 0x3ff) != 0;
-            assert_int_equal(back[i], nan ? (i | 0x200) : i);
-        }
-    }
-    coll_half_force_portable(0);
 }
 
 static void test_fp16_from_float(void **state)
@@ -196,38 +179,6 @@ static void test_fp16_from_float(void **state)
     assert_int_equal(coll_fp16_from_float(u2f(0x7f800000u)), 0x7c00);
     assert_int_equal(coll_fp16_from_float(u2f(0x7fc00000u)), 0x7e00);
     assert_int_equal(coll_fp16_from_float(u2f(0xff802000u)), 0xfe01); /* sNaN: quiet, payload */
-
-    /* random floats over the whole range: the batch (F16C) path matches the
-     * scalar portable one bit for bit */
-    enum { N = 1 << 18 };
-    float *in = malloc(N * sizeof(float));
-    uint16_t *out = malloc(N * 2);
-    assert_non_null(in);
-    assert_non_null(out);
-    uint64_t seed = 7;
-    for (size_t i = 0; i < N; i++) {
-        uint32_t u = (uint32_t)tc_rand(&seed);
-        if (i % 2) {
-            /* concentrate on the fp16 range, subnormals included */
-            u = (u & 0x80ffffffu) | ((uint32_t)(100 + (u >> 24) % 45) << 23);
-        }
-        in[i] = u2f(u);
-    }
-    for (int mode = 0; mode < 2; mode++) {
-        coll_half_force_portable(mode);
-        for (size_t off = 0; off < 3; off++) {
-            coll_float_to_half(out, in + off, N - off, COLL_FP16);
-            for (size_t i = 0; i < N - off; i++) {
-                if (out[i] != coll_fp16_from_float(in[i + off])) {
-                    fail_msg("mode %d: %08x -> %04x, scalar %04x", mode, f2u(in[i + off]), out[i],
-                             coll_fp16_from_float(in[i + off]));
-                }
-            }
-        }
-    }
-    coll_half_force_portable(0);
-    free(in);
-    free(out);
 }
 
 static void test_bf16_convert(void **state)
@@ -244,31 +195,6 @@ static void test_bf16_convert(void **state)
     assert_int_equal(coll_bf16_from_float(u2f(0x00000001u)), 0x0000);
     assert_int_equal(f2u(coll_bf16_to_float(0x3f80)), f2u(1.0f));
     assert_int_equal(f2u(coll_bf16_to_float(0x8001)), 0x80010000u);
-
-    enum { N = 4099 };
-    static float in[N];
-    static uint16_t out[N];
-    static float wide[N];
-    uint64_t seed = 9;
-    for (size_t i = 0; i < N; i++) {
-        in[i] = u2f((uint32_t)tc_rand(&seed));
-    }
-    in[5] = u2f(0x7f800001u); /* NaNs and infinities through the SIMD bodies too */
-    in[17] = u2f(0xffc12345u);
-    in[40] = u2f(0xff800000u);
-    in[41] = u2f(0x7f7fffffu);
-    for (int mode = 0; mode < 2; mode++) {
-        coll_half_force_portable(mode);
-        for (size_t off = 0; off < 9; off++) {
-            coll_float_to_half(out, in + off, N - off, COLL_BF16);
-            coll_half_to_float(wide, out, N - off, COLL_BF16);
-            for (size_t i = 0; i < N - off; i++) {
-                assert_int_equal(out[i], coll_bf16_from_float(in[i + off]));
-                assert_int_equal(f2u(wide[i]), (uint32_t)out[i] << 16);
-            }
-        }
-    }
-    coll_half_force_portable(0);
 }
 
 /* fp16/bf16 accumulate in fp32 and round once: 2048 + 1 + 1 is 2050 (each
@@ -276,8 +202,8 @@ static void test_bf16_convert(void **state)
 static void test_half_rounds_once(void **state)
 {
     (void)state;
-    for (int mode = 0; mode < 2; mode++) {
-        coll_half_force_portable(mode);
+    for (int k = COLL_KERN_SCALAR; k <= coll_kern_best(); k++) {
+        coll_kern_force(k);
         uint16_t a = coll_fp16_from_float(2048.0f);
         uint16_t b = coll_fp16_from_float(1.0f);
         const void *src[3] = {&a, &b, &b};
@@ -292,7 +218,7 @@ static void test_half_rounds_once(void **state)
         coll_reduce_n(&d, bs, 3, 1, COLL_BF16, COLL_SUM);
         assert_int_equal(d, coll_bf16_from_float(258.0f));
     }
-    coll_half_force_portable(0);
+    coll_kern_force(-1);
 }
 
 /* fp MAX/MIN: a NaN anywhere gives NaN; otherwise the usual order. */
@@ -427,7 +353,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dtype_size),    cmocka_unit_test(test_reducible),
-        cmocka_unit_test(test_reduce_all),    cmocka_unit_test(test_reduce_all_portable_half),
+        cmocka_unit_test(test_reduce_all),    cmocka_unit_test(test_reduce_all_half_kernels),
         cmocka_unit_test(test_fp16_to_float), cmocka_unit_test(test_fp16_from_float),
         cmocka_unit_test(test_bf16_convert),  cmocka_unit_test(test_half_rounds_once),
         cmocka_unit_test(test_nan_rules),     cmocka_unit_test(test_int_wrap),

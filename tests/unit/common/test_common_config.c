@@ -83,6 +83,7 @@ static const zt_var_t zt_vars[] = {
     {"ZCCL_ONESHOT_MAX", "16384", NULL, NULL, "0", "1073741825"},
     {"ZCCL_NT_MIN", "0", NULL, NULL, "0", "4294967296"},
     {"ZCCL_NET_CHUNK", "1048576", NULL, NULL, NULL, "1073741825"},
+    {"ZCCL_KERNEL", "auto", "abc", "-1", "0", NULL}, /* the kernel picker warns later */
 };
 #define ZT_NVARS (sizeof(zt_vars) / sizeof(zt_vars[0]))
 
