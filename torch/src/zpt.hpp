@@ -121,6 +121,12 @@ void zpt_alloc_detach(HcclComm comm);
 /** Statistics: {reserved, mapped, in use, cached, chunks, fallbacks}. */
 std::vector<uint64_t> zpt_alloc_stats();
 
+/* ---- zpt_floor.cpp: the test-only floor backend ----------------------------- */
+
+/** Adds _create_floor (a backend whose ops complete at once, moving nothing)
+ *  to the module; for benchmarks only, never registered by the package. */
+void zpt_floor_bind(pybind11::module &m);
+
 /* ---- zpt_pg.cpp / zpt_work.cpp: group and work -------------------------------- */
 
 class WorkZccl;
