@@ -157,7 +157,7 @@ def fmt_table(rows, n, busy):
         groups.setdefault((r["op"], r["mode"]), []).append(r)
     for (name, mode), rs in groups.items():
         out.append("#")
-        out.append("# %s, %s" % (name, "dist.%s(...)" % name.split(":")[0] if mode == "sync"
+        out.append("# %s, %s" % (name, "sync (the call waits)" if mode == "sync"
                                  else "async_op=True, then wait()"))
         out.append("# %12s %10s %5s | %9s | %10s %8s %8s %8s %6s | %10s %8s %6s | %8s" % (
             "size", "count", "type", "floor(us)", "zccl(us)", "algbw", "busbw", "staged",
