@@ -47,6 +47,7 @@
 #include <acl/acl.h>
 #include <hccl/hccl.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -219,6 +220,11 @@ class WorkZccl : public c10d::Work
     int lane_;
     std::vector<at::Tensor> outputs_;
     c10::intrusive_ptr<c10::ivalue::Future> future_;
+    /* completed_ and future_ set (under mutex_ too): a finished op's wait and
+     * its finisher's future check take no lock (sequentially consistent, so a
+     * getFuture racing the finish sees done_ or is seen). */
+    std::atomic<bool> done_{false};
+    std::atomic<bool> has_future_{false};
 };
 
 class ProcessGroupZccl : public c10d::Backend

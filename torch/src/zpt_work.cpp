@@ -83,8 +83,7 @@ WorkZccl::WorkZccl(std::shared_ptr<zpt_core> core, int rank, c10d::OpType type, 
 
 bool WorkZccl::done() const
 {
-    std::lock_guard<std::mutex> g(mutex_);
-    return completed_;
+    return done_.load();
 }
 
 void WorkZccl::finish_locked(int rc)
@@ -109,6 +108,7 @@ void WorkZccl::finish_locked(int rc)
         std::lock_guard<std::mutex> g(mutex_);
         completed_ = true;
         exception_ = ex;
+        done_.store(true);
         if (recordFunctionEndCallback_) {
             recordFunctionEndCallback_();
             recordFunctionEndCallback_ = nullptr;
@@ -119,6 +119,9 @@ void WorkZccl::finish_locked(int rc)
 
 void WorkZccl::finish_future()
 {
+    if (!has_future_.load()) {
+        return;
+    }
     c10::intrusive_ptr<c10::ivalue::Future> f;
     std::exception_ptr ex;
     {
@@ -247,7 +250,7 @@ bool WorkZccl::isSuccess() const
 bool WorkZccl::wait(std::chrono::milliseconds timeout)
 {
     core_->complete(this, timeout);
-    std::lock_guard<std::mutex> g(mutex_);
+    /* Done: exception_ no longer changes. */
     if (exception_) {
         std::rethrow_exception(exception_);
     }
@@ -290,6 +293,7 @@ c10::intrusive_ptr<c10::ivalue::Future> WorkZccl::getFuture()
         }
         future_ =
             c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+        has_future_.store(true);
     }
     if (done()) {
         finish_future();
