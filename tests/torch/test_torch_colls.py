@@ -4,7 +4,8 @@ in-place and out-of-place, contiguous and strided; async works, futures,
 what PyTorch 2.x adds (bitwise ops on integers, unsigned and complex dtypes,
 sparse all_reduce, the coalesced variants, recv from any source,
 monitored_barrier, batch_isend_irecv and the coalescing manager, sequence
-numbers) and the errors for what zccl refuses.
+numbers), the profiler's records, the benchmarks' floor backend and the errors for
+what zccl refuses.
 Usage: test_torch_colls.py NRANKS
 """
 import os
@@ -464,6 +465,32 @@ def t_sequence(c, rank, n):
     dist.destroy_process_group(g)
 
 
+def t_profiler_floor(c, rank, n):
+    """The profiler records zccl's ops (a work passes its title to c10d only
+    while someone records); the benchmarks' floor backend is registered by
+    no import, and its ops complete at once and move nothing."""
+    import zccl_torch
+    from torch.profiler import ProfilerActivity, profile
+
+    t = torch.ones(4)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        dist.all_reduce(t)
+    names = {e.key for e in prof.key_averages()}
+    c.true("profiler records zccl:all_reduce (%s)" % sorted(names)[:8],
+           "zccl:all_reduce" in names)
+    c.equal("all_reduce under the profiler", t, torch.full((4,), float(n)))
+    c.true("the floor is not registered by the package",
+           "ZCCL_FLOOR" not in dist.Backend._plugins)
+    dist.Backend.register_backend("zccl_floor", zccl_torch._C._create_floor, devices=["cpu"])
+    g = dist.new_group(backend="zccl_floor")
+    t = torch.full((4,), float(rank))
+    w = dist.all_reduce(t, group=g, async_op=True)
+    c.true("a floor work is complete at once", w.is_completed())
+    w.wait()
+    c.equal("the floor moves nothing", t, torch.full((4,), float(rank)))
+    dist.destroy_process_group(g)
+
+
 def main(rank, n):
     import zccl_torch
 
@@ -490,6 +517,7 @@ def main(rank, n):
             c.true("buffered ops staged bytes", staged > staged0)
     t_sparse(c, rank, n, kinds[0][1], "buf")
     t_sequence(c, rank, n)
+    t_profiler_floor(c, rank, n)
     t_errors(c, rank, n, kinds[0][1])
     c.finish()
 

@@ -47,6 +47,7 @@
 #include <acl/acl.h>
 #include <hccl/hccl.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -120,6 +121,12 @@ void zpt_alloc_attach(HcclComm comm);
 void zpt_alloc_detach(HcclComm comm);
 /** Statistics: {reserved, mapped, in use, cached, chunks, fallbacks}. */
 std::vector<uint64_t> zpt_alloc_stats();
+
+/* ---- zpt_floor.cpp: the test-only floor backend ----------------------------- */
+
+/** Adds _create_floor (a backend whose ops complete at once, moving nothing)
+ *  to the module; for benchmarks only, never registered by the package. */
+void zpt_floor_bind(pybind11::module &m);
 
 /* ---- zpt_pg.cpp / zpt_work.cpp: group and work -------------------------------- */
 
@@ -213,6 +220,11 @@ class WorkZccl : public c10d::Work
     int lane_;
     std::vector<at::Tensor> outputs_;
     c10::intrusive_ptr<c10::ivalue::Future> future_;
+    /* completed_ and future_ set (under mutex_ too): a finished op's wait and
+     * its finisher's future check take no lock (sequentially consistent, so a
+     * getFuture racing the finish sees done_ or is seen). */
+    std::atomic<bool> done_{false};
+    std::atomic<bool> has_future_{false};
 };
 
 class ProcessGroupZccl : public c10d::Backend

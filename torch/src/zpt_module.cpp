@@ -54,4 +54,5 @@ PYBIND11_MODULE(_C, m)
             return d;
         },
         "Bytes reserved, mapped in chunks, in use and cached; chunks; fallbacks.");
+    zpt_floor_bind(m);
 }
