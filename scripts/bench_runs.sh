@@ -19,6 +19,7 @@ RUNS=${RUNS:-3}
 PY=$(scripts/venv.sh)
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE="$PY" >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target all_reduce_perf all_gather_perf
+mkdir -p "$OUT"
 files=()
 for ((r = 1; r <= RUNS; r++)); do
     start=$(date +%s)
