@@ -57,8 +57,7 @@ void zc_futex_wake_private(atomic_uint *addr, int n)
 /* A yield that kept the thread away this long ran a whole slice of another
  * task (the scheduler's slices are milliseconds; a thread of ours that
  * shares the core posts or sleeps far sooner), and yields stay off this
- * long after it. Measured with two pinned busy loops on the 2 cores,
- * dist.all_reduce at np 2 (docs/perf-log.md). */
+ * long after it: the busy task stays, and probing it costs a slice. */
 #define ZC_YIELD_LONG_NS 1000000ull
 #define ZC_YIELD_OFF_NS 100000000ull
 
