@@ -1,45 +1,27 @@
 # The project's performance targets, checked against the tools' CSV rows
-# (scripts/bench.sh runs it: awk -F, -f benchmarks/targets.awk FILE.csv...).
-# Prints one line per target, MET or MISSED with the measured numbers, and
-# exits 1 when any was missed. Targets not measured (no such rows) are
-# skipped. Columns are found by their header names (the tools' --csv).
+# (scripts/bench.sh runs it: awk -F, -f benchmarks/targets_csv.awk
+# -f benchmarks/targets.awk FILE.csv...). Prints one line per target, MET or
+# MISSED with the measured numbers, and exits 1 when any was missed. Targets
+# not measured (no such rows) are skipped.
 #
 # The targets (zero-copy path, fp32 sum, out of place):
 #  - 8 B AllReduce, op + synchronize (blocking, reuse): no slower than MPI's
 #    blocking MPI_Allreduce at np 2 and np 4; aim <= 0.25 us at np 2.
 #  - 8 B AllReduce queued (reuse): <= 0.25 us per op at np 2.
-#  - AllReduce and AllGather from 1 MiB to 256 MiB: >= 90 % of the in-run
-#    reference (%ref), reuse and cold, queued and blocking (the blocking
-#    tables stop where scripts/bench.sh's MAXB_BLOCKING says).
-#  - np 4 (4 ranks on 2 cores): no size slower than MPI, reuse and cold,
-#    queued and blocking.
-
-function verdict(ok, text) {
-    printf "%-6s %s\n", ok ? "MET" : "MISSED", text
-    if (!ok) {
-        missed++
-    }
-}
-
-FNR == 1 {
-    delete col
-    for (i = 1; i <= NF; i++) {
-        col[$i] = i
-    }
-    next
-}
-
-function v(name) {
-    return (name in col) ? $(col[name]) : ""
-}
+#  - 8 B AllReduce at np 8 (8 ranks on 2 cores, reuse): <= 50 us, queued and
+#    blocking.
+#  - np 4, 8 and 16 (more ranks than cores): no size slower than MPI, in
+#    every mode measured.
+# The %ref of AllReduce and AllGather from 1 MiB to 256 MiB is printed here
+# (INFO: one run's worst row per group); its target is judged over several
+# runs by scripts/bench_runs.sh (benchmarks/targets_runs.awk), one run being
+# too noisy to judge a row by.
 
 v("path") == "zero-copy" && v("inplace") == 0 && v("size") > 0 {
     op = v("op"); np = v("nranks"); cache = v("cache"); mode = v("mode"); size = v("size") + 0
     k = op "," np "," cache "," mode "," size
     t[k] = v("time_us"); mt[k] = v("mpi_time_us"); pct[k] = v("ref_pct")
     variant[k] = v("ref_variant"); streamed[k] = v("zccl_streamed_pct")
-    groups[op "," np "," cache "," mode] = 1
-    sizes[k] = size
 }
 
 END {
@@ -62,7 +44,15 @@ END {
     if (k in t) {
         verdict(t[k] + 0 <= 0.25, sprintf("AllReduce np 2, 8 B queued: %.3f us <= 0.25 us", t[k]))
     }
-    # %ref from 1 MiB to 256 MiB, and MPI at np 4: worst row per group.
+    split("queued blocking", modes, " ")
+    for (m = 1; m <= 2; m++) {
+        k = "AllReduce,8,reuse," modes[m] ",8"
+        if (k in t) {
+            verdict(t[k] + 0 <= 50,
+                    sprintf("AllReduce np 8, 8 B %s: %.2f us <= 50 us", modes[m], t[k]))
+        }
+    }
+    # %ref from 1 MiB to 256 MiB, and MPI from np 4 up: worst row per group.
     for (k in t) {
         split(k, p, ",")
         g = p[1] "," p[2] "," p[3] "," p[4]
@@ -73,7 +63,7 @@ END {
                 worst[g] = pct[k] + 0; wsize[g] = s
             }
         }
-        if (p[2] == 4 && mt[k] != "" && t[k] > 0) {
+        if (p[2] >= 4 && mt[k] != "" && t[k] > 0) {
             r = mt[k] / t[k]
             if (!(g in mworst) || r < mworst[g]) {
                 mworst[g] = r; msize[g] = s
@@ -82,22 +72,22 @@ END {
     }
     for (g in worst) {
         split(g, p, ",")
-        # where missed: the store kinds behind the worst row, zccl's and the reference's
+        # the store kinds behind the worst row, zccl's and the reference's
         k = g "," wsize[g]
         why = ""
         if (worst[g] < 90 && streamed[k] != "") {
             why = sprintf("; there zccl streamed %.0f %% of its large ops, the reference ran %s",
                           streamed[k], variant[k])
         }
-        verdict(worst[g] >= 90,
-                sprintf("%s np %d %s %s: >= 90 %% of the reference from 1 MiB up (worst %.1f %% at %d B%s)",
-                        p[1], p[2], p[3], p[4], worst[g], wsize[g], why))
+        printf "%-6s %s np %d %s %s: lowest %%ref from 1 MiB up %.1f %% at %d B%s (one run; " \
+               "judged over several by scripts/bench_runs.sh)\n",
+               "INFO", p[1], p[2], p[3], p[4], worst[g], wsize[g], why
     }
     for (g in mworst) {
         split(g, p, ",")
         verdict(mworst[g] >= 1,
-                sprintf("%s np 4 %s %s: no size slower than MPI (worst MPI time / zccl time %.2f at %d B)",
-                        p[1], p[3], p[4], mworst[g], msize[g]))
+                sprintf("%s np %d %s %s: no size slower than MPI (worst MPI time / zccl time %.2f at %d B)",
+                        p[1], p[2], p[3], p[4], mworst[g], msize[g]))
     }
     printf "%d target(s) missed\n", missed
     exit missed > 0 ? 1 : 0

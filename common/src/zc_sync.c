@@ -2,6 +2,7 @@
 #include "zc/sync.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,6 +52,39 @@ void zc_futex_wake(atomic_uint *addr, int n)
 void zc_futex_wake_private(atomic_uint *addr, int n)
 {
     (void)syscall(SYS_futex, (unsigned *)addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+/* A yield that kept the thread away this long ran a whole slice of another
+ * task (the scheduler's slices are milliseconds; a thread of ours that
+ * shares the core posts or sleeps far sooner), and yields stay off this
+ * long after it: the busy task stays, and probing it costs a slice. */
+#define ZC_YIELD_LONG_NS 1000000ull
+#define ZC_YIELD_OFF_NS 100000000ull
+
+static _Atomic uint64_t zc_yield_off_until;
+static atomic_int zc_yield_peers;
+
+void zc_yield_to_peers(void)
+{
+    atomic_store_explicit(&zc_yield_peers, 1, memory_order_relaxed);
+}
+
+int zc_yield(void)
+{
+    if (atomic_load_explicit(&zc_yield_peers, memory_order_relaxed)) {
+        sched_yield(); /* the long yields are peers' turns: they post sooner than a sleeper wakes */
+        return 1;
+    }
+    uint64_t now = zc_time_ns();
+    if (now < atomic_load_explicit(&zc_yield_off_until, memory_order_relaxed)) {
+        return 0;
+    }
+    sched_yield();
+    uint64_t after = zc_time_ns();
+    if (after - now > ZC_YIELD_LONG_NS) {
+        atomic_store_explicit(&zc_yield_off_until, after + ZC_YIELD_OFF_NS, memory_order_relaxed);
+    }
+    return 1;
 }
 
 static uint64_t zc_fnv1a(uint64_t h, const char *s, size_t n)

@@ -37,6 +37,24 @@ static inline void zc_cpu_relax(void)
 #endif
 }
 
+/**
+ * One poll's yield of the core to whoever else may run on it: 1 when it
+ * yielded, 0 when the caller should sleep on its futex instead. Yields stop,
+ * process-wide, for a while after one kept the thread off its core long: a
+ * task that runs whole time slices (a busy loop, another job's compute)
+ * shares the core, and every further yield would hand it a slice, while a
+ * sleeper's wake preempts it. Not once zc_yield_to_peers was called.
+ */
+int zc_yield(void);
+
+/**
+ * Ranks of this process's communicators outnumber the cores: the tasks that
+ * share a core are mostly peers, a yield is their turn however long it
+ * takes, and yields go on (sleeping there was measured slower: every post
+ * would pay a futex wake and the wakee a switch).
+ */
+void zc_yield_to_peers(void);
+
 /** A 64-bit host id: hash of hostname, boot id and network namespace (same host <=> same
  *  id; each network namespace counts as a host of its own). */
 uint64_t zc_host_id(void);

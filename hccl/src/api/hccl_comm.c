@@ -181,9 +181,11 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
         local = zh_comm_one_host(c, table);
     }
     /* Oversubscribed (more ranks than cores): spinning only burns the time
-     * slice of the peer we wait for, so go straight to yielding. */
-    if (ncpu > 0 && (long)nranks > ncpu && c->spin_iters > ZH_SPIN_OVERSUB) {
-        c->spin_iters = ZH_SPIN_OVERSUB;
+     * slice of the peer we wait for, so go straight to yielding, and keep
+     * yielding however long a yield takes (zc_yield_to_peers). */
+    if (ncpu > 0 && (long)nranks > ncpu) {
+        c->spin_iters = ZC_MIN(c->spin_iters, ZH_SPIN_OVERSUB);
+        zc_yield_to_peers();
     }
     /* local's code, or ZC_ERR_REMOTE if a peer died */
     st = zh_boot_finish(boot, local, addr, (uint32_t)addr_len, &addrs, &addrs_len);

@@ -7,10 +7,11 @@
  * peers included: the broker dups the fd locally). Lifetime: unmapped at
  * HcclCommDestroy; the memory goes away with the last mapping.
  *
- * A wait polls the peer's flag ZCCL_SPIN_ITERS times, then sleeps on its
- * futex (shared, so a writer in another process wakes it) in 100 ms slices,
- * checking between slices that the peer is alive (pidfd readable = exited),
- * that no peer flagged an error, and the exec timeout. With 4 ranks on 2
+ * A wait polls the peer's flag ZCCL_SPIN_ITERS times, then yields (while
+ * yields are short: zc_yield), then sleeps on its futex (shared, so a
+ * writer in another process wakes it) in 100 ms slices, checking between
+ * slices that the peer is alive (pidfd readable = exited), that no peer
+ * flagged an error, and the exec timeout. With 4 ranks on 2
  * cores this is what keeps everyone moving: a spinning waiter would steal the
  * core of the rank it waits for.
  */
@@ -18,7 +19,6 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -340,14 +340,16 @@ static int zh_wait_one(zh_comm_t *c, int peer, size_t flag_offset, uint32_t targ
         if (zh_reached(atomic_load_explicit(&f->value, memory_order_acquire), target)) {
             return ZC_OK;
         }
-        sched_yield();
+        if (!zc_yield()) {
+            break;
+        }
     }
     for (;;) {
         uint32_t v = atomic_load_explicit(&f->value, memory_order_acquire);
         if (zh_reached(v, target)) {
             return ZC_OK;
         }
-        sched_yield();
+        (void)zc_yield(); /* a peer that shares the core goes first (nothing once yields are off) */
         zh_flag_sleep(f, target, ZH_SLICE_NS);
         if (zh_reached(atomic_load_explicit(&f->value, memory_order_acquire), target)) {
             return ZC_OK;

@@ -6,7 +6,6 @@
  */
 #include "op/hccl_op.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -50,13 +49,12 @@ void zh_issue_leave(zh_comm_t *c)
 /* ---- issue ------------------------------------------------------------------------------ */
 
 /* Bounded wait on the caller's thread for every peer's post of seq: a
- * spin, then polls that yield the core for up to ZH_INLINE_YIELD_NS, then
- * sleeps on the post line of the first peer missing, whose post wakes a
- * counted sleeper. A peer that shares this core (4 ranks on 2 cores) runs at
- * the first yield; sleeping at once would cost more than it saves there, as a
- * wake that finds the core idle takes longer than most small ops. A peer that is later
- * than that waits for a core somewhere else (a loaded host), and polls
- * would only take CPU from it: the sleeper takes none until the post. */
+ * spin, then polls that yield the core for up to ZH_INLINE_YIELD_NS (while
+ * yields are short: zc_yield), then sleeps on the post line of the first peer missing, whose post
+ * wakes a counted sleeper. A peer that shares this core (4 ranks on 2 cores) runs at the first
+ * yield; sleeping at once would cost more than it saves there, as a wake that finds the core idle
+ * takes longer than most small ops. A peer that is later than that waits for a core somewhere else
+ * (a loaded host), and polls would only take CPU from it: the sleeper takes none until the post. */
 static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
 {
     int q = zh_op_unposted(c, seq);
@@ -85,8 +83,7 @@ static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
         if (spent >= ZH_INLINE_WAIT_NS) {
             return 0;
         }
-        if (spent < ZH_INLINE_YIELD_NS) {
-            sched_yield();
+        if (spent < ZH_INLINE_YIELD_NS && zc_yield()) {
             if ((q = zh_op_unposted(c, seq)) < 0) {
                 return 1;
             }

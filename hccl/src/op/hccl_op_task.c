@@ -5,7 +5,6 @@
  */
 #include "op/hccl_op.h"
 
-#include <sched.h>
 #include <stdlib.h>
 
 #include "zc/log.h"
@@ -29,8 +28,8 @@ static int zh_op_wait_turn(zh_comm_t *c, uint32_t seq)
         }
         if (i < c->spin_iters) {
             zc_cpu_relax();
-        } else {
-            sched_yield();
+        } else if (!zc_yield()) {
+            break;
         }
     }
     uint64_t start = zc_time_ns();

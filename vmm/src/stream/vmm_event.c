@@ -36,7 +36,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -399,7 +398,9 @@ static void vmm_event_spin(vmm_event_t *ev, uint64_t target)
                 if (atomic_load_explicit(&ev->done_gen, memory_order_acquire) >= target) {
                     return;
                 }
-                sched_yield();
+                if (!zc_yield()) {
+                    return;
+                }
             }
             return;
         }

@@ -9,7 +9,6 @@
 #include "zc/export.h"
 #include "zc/sync.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 atomic_int vmm_nworkers; /* counted by the workers, read by the spin cap */
@@ -116,7 +115,9 @@ int vmm_stream_wait_done(vmm_stream_t *s, uint64_t target, uint64_t deadline_ns,
             vmm_spin_learn(s, 1, 0);
             return 0;
         }
-        sched_yield();
+        if (!zc_yield()) {
+            break;
+        }
     }
     for (;;) {
         unsigned d32 = atomic_load_explicit(&s->done32, memory_order_seq_cst);
