@@ -87,6 +87,14 @@ int zc_yield(void)
     return 1;
 }
 
+int zc_yield_is_off(void)
+{
+    uint64_t off_until = atomic_load_explicit(&zc_yield_off_until, memory_order_relaxed);
+    /* No clock read until yields were off once: quiet hosts pay one load. */
+    return off_until != 0 && !atomic_load_explicit(&zc_yield_peers, memory_order_relaxed) &&
+           zc_time_ns() < off_until;
+}
+
 static uint64_t zc_fnv1a(uint64_t h, const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {

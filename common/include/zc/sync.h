@@ -48,6 +48,13 @@ static inline void zc_cpu_relax(void)
 int zc_yield(void);
 
 /**
+ * Yields are off now (zc_yield would return 0): a busy task shares the
+ * core, and a wait's spin would burn its own slice while the peer it waits
+ * for may be queued behind the busy task; waits sleep at once instead.
+ */
+int zc_yield_is_off(void);
+
+/**
  * Ranks of this process's communicators outnumber the cores: the tasks that
  * share a core are mostly peers, a yield is their turn however long it
  * takes, and yields go on (sleeping there was measured slower: every post

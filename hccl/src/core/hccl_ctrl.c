@@ -7,13 +7,13 @@
  * peers included: the broker dups the fd locally). Lifetime: unmapped at
  * HcclCommDestroy; the memory goes away with the last mapping.
  *
- * A wait polls the peer's flag ZCCL_SPIN_ITERS times, then yields (while
- * yields are short: zc_yield), then sleeps on its futex (shared, so a
- * writer in another process wakes it) in 100 ms slices, checking between
- * slices that the peer is alive (pidfd readable = exited), that no peer
- * flagged an error, and the exec timeout. With 4 ranks on 2
- * cores this is what keeps everyone moving: a spinning waiter would steal the
- * core of the rank it waits for.
+ * A wait polls the peer's flag ZCCL_SPIN_ITERS times (64 while yields are
+ * off: zc_yield_is_off), then yields (while yields are short: zc_yield),
+ * then sleeps on its futex (shared, so a writer in another process wakes
+ * it) in 100 ms slices, checking between slices that the peer is alive
+ * (pidfd readable = exited), that no peer flagged an error, and the exec
+ * timeout. With 4 ranks on 2 cores this is what keeps everyone moving: a spinning waiter would
+ * steal the core of the rank it waits for.
  */
 #include "core/hccl_internal.h"
 
@@ -328,7 +328,7 @@ static int zh_wait_one(zh_comm_t *c, int peer, size_t flag_offset, uint32_t targ
             uint64_t now = zc_time_ns();
             *start = *start != 0 ? *start : now;
             until = until != 0 ? until : now + ZH_SPIN_MAX_NS;
-            if (now > until) {
+            if (now > until || zc_yield_is_off()) {
                 break;
             }
         }

@@ -18,6 +18,10 @@
  * worker takes over, how long of it may be a busy spin (at most spin_iters
  * polls too), and until when it polls with yields; the rest sleeps. */
 #define ZH_INLINE_WAIT_NS 50000ull
+/* The same wait while yields are off (zc_yield_is_off: a busy task shares
+ * the core): the peers' posts come late by a wake each, and a handoff to
+ * the worker would add two more (its own and the caller's). */
+#define ZH_INLINE_SLEEP_WAIT_NS 1000000ull
 #define ZH_INLINE_SPIN_NS 20000ull
 #define ZH_INLINE_YIELD_NS 25000ull
 #define ZH_INLINE_BACKOFF_MAX 256u
@@ -72,15 +76,16 @@ static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
         if (i % 64 == 0) {
             uint64_t now = zc_time_ns();
             start = start != 0 ? start : now;
-            if (now - start > ZH_INLINE_SPIN_NS) {
+            if (now - start > ZH_INLINE_SPIN_NS || zc_yield_is_off()) {
                 break;
             }
         }
     }
     start = start != 0 ? start : zc_time_ns();
+    uint64_t bound = zc_yield_is_off() ? ZH_INLINE_SLEEP_WAIT_NS : ZH_INLINE_WAIT_NS;
     for (;;) {
         uint64_t spent = zc_time_ns() - start;
-        if (spent >= ZH_INLINE_WAIT_NS) {
+        if (spent >= bound) {
             return 0;
         }
         if (spent < ZH_INLINE_YIELD_NS && zc_yield()) {
@@ -89,8 +94,7 @@ static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
             }
             continue;
         }
-        zh_flag_sleep((zh_flag_t *)(void *)&c->peers[q].ctrl->post[seq & 1u], seq,
-                      ZH_INLINE_WAIT_NS - spent);
+        zh_flag_sleep((zh_flag_t *)(void *)&c->peers[q].ctrl->post[seq & 1u], seq, bound - spent);
         if ((q = zh_op_unposted(c, seq)) < 0) {
             return 1;
         }

@@ -2,8 +2,8 @@
  * zc_yield (common/zc_sync.c): with a busy thread pinned to this thread's
  * core, a yield hands it a time slice (over 1 ms), after which zc_yield
  * returns 0 (sleep instead) without yielding; with the core to itself a
- * yield returns at once and yields go on; after zc_yield_to_peers every
- * call yields again.
+ * yield returns at once and yields go on; zc_yield_is_off says which; after
+ * zc_yield_to_peers every call yields again.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -46,6 +46,7 @@ static void test_yield_quiet_then_busy_then_peers(void **state)
     /* Nobody else wants this core (most of the time): yields go on. A
      * neighbour's slice may still turn them off, so only check that the
      * first yield yields. */
+    assert_int_equal(zc_yield_is_off(), 0); /* no yield yet: waits may spin */
     assert_int_equal(zc_yield(), 1);
 
     /* A busy loop on the same core: within a few hundred yields one of
@@ -60,7 +61,8 @@ static void test_yield_quiet_then_busy_then_peers(void **state)
         off = zc_yield() == 0;
     }
     assert_true(off);
-    assert_int_equal(zc_yield(), 0); /* stays off: no yield, no slice handed over */
+    assert_int_equal(zc_yield(), 0);        /* stays off: no yield, no slice handed over */
+    assert_int_equal(zc_yield_is_off(), 1); /* waits sleep at once, no spin */
     atomic_store(&spin_stop, 1);
     pthread_join(spinner, NULL);
 
@@ -68,6 +70,7 @@ static void test_yield_quiet_then_busy_then_peers(void **state)
     zc_yield_to_peers();
     assert_int_equal(zc_yield(), 1);
     assert_int_equal(zc_yield(), 1);
+    assert_int_equal(zc_yield_is_off(), 0);
 }
 
 int main(void)

@@ -393,7 +393,7 @@ static void vmm_event_spin(vmm_event_t *ev, uint64_t target)
 {
     uint64_t until = zc_time_ns() + VMM_EV_SPIN_NS;
     for (unsigned i = 1; atomic_load_explicit(&ev->done_gen, memory_order_acquire) < target; i++) {
-        if (i % 32 == 0 && zc_time_ns() > until) {
+        if (i % 32 == 0 && (zc_time_ns() > until || zc_yield_is_off())) {
             for (int y = 0; y < 16; y++) {
                 if (atomic_load_explicit(&ev->done_gen, memory_order_acquire) >= target) {
                     return;

@@ -91,6 +91,7 @@ static int vmm_wait_slept(vmm_stream_t *s, uint64_t t0, int rc)
  * sleeps. deadline_ns 0 = forever. Returns 0, or -1 at the deadline. */
 int vmm_stream_wait_done(vmm_stream_t *s, uint64_t target, uint64_t deadline_ns, int sleep_now)
 {
+    sleep_now = sleep_now || zc_yield_is_off(); /* a spin would burn the slice of a busy core */
     uint64_t t0 = sleep_now ? 0 : zc_time_ns();
     uint64_t budget = sleep_now ? 0 : vmm_spin_budget(s);
     /* Busy polls for the first VMM_PAUSE_NS of the budget, polls that
