@@ -18,7 +18,7 @@
 # too noisy to judge a row by.
 
 v("path") == "zero-copy" && v("inplace") == 0 && v("size") > 0 {
-    op = v("op"); np = v("nranks"); cache = v("cache"); mode = v("mode"); size = v("size") + 0
+    op = opname(); np = v("nranks"); cache = v("cache"); mode = v("mode"); size = v("size") + 0
     k = op "," np "," cache "," mode "," size
     t[k] = v("time_us"); mt[k] = v("mpi_time_us"); pct[k] = v("ref_pct")
     variant[k] = v("ref_variant"); streamed[k] = v("zccl_streamed_pct")
@@ -57,7 +57,7 @@ END {
         split(k, p, ",")
         g = p[1] "," p[2] "," p[3] "," p[4]
         s = p[5] + 0
-        if ((p[1] == "AllReduce" || p[1] == "AllGather") &&
+        if (p[1] ~ /^All(Reduce|Gather)/ &&
             s >= mib && s <= 256 * mib && pct[k] != "") {
             if (!(g in worst) || pct[k] + 0 < worst[g]) {
                 worst[g] = pct[k] + 0; wsize[g] = s

@@ -20,3 +20,9 @@ FNR == 1 {
 function v(name) {
     return (name in col) ? $(col[name]) : ""
 }
+
+# The op as the targets name it: "AllReduce", or "AllReduce(bfloat16)" for a
+# type other than float, so each type's rows form groups of their own.
+function opname() {
+    return v("type") == "float" || v("type") == "" ? v("op") : v("op") "(" v("type") ")"
+}

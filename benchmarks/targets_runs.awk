@@ -3,7 +3,8 @@
 # run1/*.csv run2/*.csv ...). A row (op, ranks, cache, mode, size) is judged
 # by the median of its runs' %ref, a group (op, ranks, cache, mode) by the
 # geometric mean of its rows' medians, over AllReduce and AllGather from
-# 1 MiB to 256 MiB (zero-copy, out of place). Targets: every row >= 90 %,
+# 1 MiB to 256 MiB (zero-copy, out of place; each dtype of AllReduce its own
+# groups). Targets: every row >= 90 %,
 # every group's geometric mean >= 95 %. A row above 105 % says the
 # reference is not ideal there (bench_ref.c): a NOTE names it. Prints the
 # rows (each run's %ref and the median), then MET or MISSED per group, and
@@ -26,7 +27,7 @@ function median(list, n,    a, i, j, x) {
 v("path") == "zero-copy" && v("inplace") == 0 && v("ref_pct") != "" &&
 (v("op") == "AllReduce" || v("op") == "AllGather") &&
 v("size") >= 1048576 && v("size") <= 268435456 {
-    g = v("op") "," v("nranks") "," v("cache") "," v("mode")
+    g = opname() "," v("nranks") "," v("cache") "," v("mode")
     k = g "," v("size")
     if (!(k in n)) {
         rows[++nrows] = k

@@ -63,7 +63,10 @@ echo "== all_reduce_perf np 2, 100,000 ops of 8 B after 100,000 warm-up ops, res
 echo "== train_dp np 2"
 "${MPIRUN[@]}" -np 2 "$BUILD/benchmarks/train_dp" | tee "$OUT/train_dp_np2.txt"
 
-benchmarks/plot -o "$OUT/busbw.png" "$OUT"/*_np*_queued.csv
+benchmarks/plot -o "$OUT/busbw.png" "$OUT"/all_reduce_np*_queued.csv "$OUT"/all_gather_np*_queued.csv
+if compgen -G "$OUT/all_reduce_bfloat16_np*_queued.csv" >/dev/null; then
+    benchmarks/plot -o "$OUT/busbw_bf16.png" "$OUT"/all_reduce_bfloat16_np*_queued.csv
+fi
 
 # The targets (benchmarks/targets.awk): MET or MISSED, with the numbers.
 awk -F, -f benchmarks/targets_csv.awk -f benchmarks/targets.awk "$OUT"/*_np*_*.csv | tee "$OUT/targets.txt" ||
