@@ -294,14 +294,16 @@ static void bench_alloc_zero_copy(bench_ctx_t *ctx)
     ctx->recvbuf = (char *)ctx->va + send_round;
 }
 
-/* The last-level cache in bytes as the kernel reports it (sysconf's figure
-   can be the host's in a VM); 32 MiB when unknown. Each rank reads the cache
+/* The last-level cache in bytes as the kernel reports it, before the cap per
+   CPU the library applies (a VM's report can be the host's whole cache, and
+   a cold pool must outgrow whatever part of it this program can reach);
+   32 MiB when unknown. Each rank reads the cache
    of the CPU it runs on, and they need not agree (hybrid cores, odd VMs), but
    the cold pools' sizes and the warm-up ops must be alike on every rank: the
    largest answer counts. */
 static size_t bench_llc_bytes(void)
 {
-    uint64_t llc = zc_llc_bytes();
+    uint64_t llc = zc_llc_reported_bytes();
     if (llc == 0) {
         long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
         llc = l3 > 0 ? (uint64_t)l3 : (uint64_t)32 << 20;

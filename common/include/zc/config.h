@@ -97,8 +97,8 @@ typedef enum {
       "used within the last twice this many bytes of such ops; from this much data up to twice "   \
       "it, ops whose output is still cached are timed both ways now and then and take the "        \
       "faster; twice this should be the last-level cache (0 = auto: half the last-level cache "    \
-      "the kernel reports, at least 1 MiB, 16 MiB when it reports none; 4294967295 streams "       \
-      "only ops of gigabytes)")                                                                    \
+      "the kernel reports, counted at most 12 MiB per CPU sharing it, at least 1 MiB, 16 MiB "     \
+      "when it reports none; 4294967295 streams only ops of gigabytes)")                           \
     X(ZCCL_NET_CHUNK, ZC_CFG_UINT, net_chunk, "1048576", 4096, 1073741824,                         \
       "Bytes per pipelined message of the inter-host (UCX) phase of a collective")                 \
     X(ZCCL_KERNEL, ZC_CFG_STR, kernel, "auto", 0, ZC_CFG_STR_MAX,                                  \

@@ -140,8 +140,11 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     if (c->tune.nt_min == 0) {
         uint64_t llc = zc_llc_bytes();
         c->tune.nt_min = coll_nt_min_for_llc(llc);
-        ZC_INFO(ZC_SUB_INIT, "rank %u: ZCCL_NT_MIN auto: %zu bytes (last-level cache %llu bytes%s)",
-                rank, c->tune.nt_min, (unsigned long long)llc, llc == 0 ? ", unknown" : "");
+        ZC_INFO(
+            ZC_SUB_INIT,
+            "rank %u: ZCCL_NT_MIN auto: %zu bytes (last-level cache %llu bytes%s, reported %llu)",
+            rank, c->tune.nt_min, (unsigned long long)llc, llc == 0 ? ", unknown" : "",
+            (unsigned long long)zc_llc_reported_bytes());
     }
     c->symwin_max = HCCL_DEFAULT_SYMMETRIC_MEMORY_STRIDE << 30;
     pthread_mutex_init(&c->lock, NULL);

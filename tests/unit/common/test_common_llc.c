@@ -2,7 +2,8 @@
  * The last-level cache's size from sysfs (common/zc_llc.c), read from trees
  * the test writes: the highest-level data or unified cache wins, sizes in
  * the kernel's forms, missing or malformed entries skipped (0 = unknown).
- * And the window it sets (coll_nt_min_for_llc): half the cache, floored at
+ * The CPUs sharing that cache and the cap per CPU (a VM's report of its
+ * host's whole cache). And the window it sets (coll_nt_min_for_llc): half the cache, floored at
  * 1 MiB, 16 MiB when unknown.
  */
 #include <stdarg.h>
@@ -118,6 +119,47 @@ static void test_unknown(void **state)
     assert_true(here == 0 || (here >= 4096 && here <= ((uint64_t)1 << 40)));
 }
 
+/* Writes cpuN/cache/indexK/shared_cpu_list. */
+static void llc_shared(int cpu, int k, const char *list)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/cpu%d/cache/index%d/shared_cpu_list", llc_root, cpu, k);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n", list);
+    fclose(f);
+}
+
+static void test_sharing_and_cap(void **state)
+{
+    (void)state;
+    /* The CPUs sharing the top cache, not a lower one's. */
+    llc_index(3, 0, "2", "Unified", "2M");
+    llc_index(3, 1, "3", "Unified", "491520K");
+    llc_shared(3, 0, "3");
+    assert_int_equal(zc_llc_cpus_at(llc_root, 3), 0); /* the L3 lists none yet */
+    llc_shared(3, 1, "0-1");
+    assert_int_equal(zc_llc_cpus_at(llc_root, 3), 2);
+    llc_shared(3, 1, "0-3,8,10-11");
+    assert_int_equal(zc_llc_cpus_at(llc_root, 3), 7);
+    const char *bad[] = {"", "x", "3-1", "1,,2", "0-", "-1", "1 2"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        llc_shared(3, 1, bad[i]);
+        assert_int_equal(zc_llc_cpus_at(llc_root, 3), 0);
+    }
+    assert_int_equal(zc_llc_cpus_at(llc_root, 7), 0); /* no such CPU */
+    /* A 2-CPU guest told of a 480 MiB cache counts on 24 MiB; a real
+     * 32 MiB cache of 8 cores (16 threads) or 96 MiB of 8 is kept. */
+    assert_int_equal(zc_llc_cap((uint64_t)480 << 20, 2), (uint64_t)24 << 20);
+    assert_int_equal(zc_llc_cap((uint64_t)32 << 20, 16), (uint64_t)32 << 20);
+    assert_int_equal(zc_llc_cap((uint64_t)96 << 20, 8), (uint64_t)96 << 20);
+    assert_int_equal(zc_llc_cap((uint64_t)97 << 20, 8), (uint64_t)96 << 20);
+    assert_int_equal(zc_llc_cap((uint64_t)480 << 20, 0), (uint64_t)480 << 20);
+    assert_int_equal(zc_llc_cap(0, 2), 0);
+    /* This machine: the capped size never exceeds the reported one. */
+    assert_true(zc_llc_bytes() <= zc_llc_reported_bytes());
+}
+
 static void test_nt_min(void **state)
 {
     (void)state;
@@ -131,9 +173,8 @@ static void test_nt_min(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_typical_tree),
-        cmocka_unit_test(test_forms_and_gaps),
-        cmocka_unit_test(test_unknown),
+        cmocka_unit_test(test_typical_tree), cmocka_unit_test(test_forms_and_gaps),
+        cmocka_unit_test(test_unknown),      cmocka_unit_test(test_sharing_and_cap),
         cmocka_unit_test(test_nt_min),
     };
     return cmocka_run_group_tests(tests, llc_setup, llc_teardown);
