@@ -28,11 +28,15 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/coll_hier.h"
 #include "coll_internal.h"
 #include "coll_kernel.h"
 #include "zc/status.h"
 
+/* Ranks of the flat tests' loops (np 1..TC_MAXR); worlds hold up to TC_MAXW
+ * (the hierarchical tests' groupings). */
 #define TC_MAXR 4
+#define TC_MAXW 72
 
 /* Each test file uses part of the harness. */
 #define TC_FN static __attribute__((unused))
@@ -70,13 +74,17 @@ typedef struct {
     int inplace;
     size_t ccl_bytes;
     coll_tuning_t tune;
-    coll_reuse_t *reuse;    /* one history per rank, kept across cases (NULL: none) */
-    int pull;               /* coll_args_t.pull on every rank */
-    int null_send_rank;     /* staged: this rank passes send = NULL (-1: none) */
-    long barrier_fail_at;   /* the barrier call that fails with ZC_ERR_TIMEOUT (0: none) */
-    int expect_status;      /* what every rank must return (ZC_OK normally) */
-    int no_recv_count_each; /* ReduceScatterV: pass recv_count_each = NULL */
-    int v_mismatch;         /* V ops: the last rank's counts disagree with the others' */
+    coll_reuse_t *reuse;         /* one history per rank, kept across cases (NULL: none) */
+    int pull;                    /* coll_args_t.pull on every rank */
+    int null_send_rank;          /* staged: this rank passes send = NULL (-1: none) */
+    long barrier_fail_at;        /* the barrier call that fails with ZC_ERR_TIMEOUT (0: none) */
+    int expect_status;           /* what every rank must return (ZC_OK normally) */
+    int no_recv_count_each;      /* ReduceScatterV: pass recv_count_each = NULL */
+    int v_mismatch;              /* V ops: the last rank's counts disagree with the others' */
+    const coll_groups_t *groups; /* run the hierarchical algorithm over these (NULL: flat) */
+    int scr_short;               /* hierarchical: scratch one byte shorter than needed */
+    int check_bar;               /* every rank must call barrier() exactly bar times */
+    long bar;
 } tc_case_t;
 
 typedef struct {
@@ -89,20 +97,22 @@ typedef struct {
 typedef struct tc_world {
     tc_case_t c;
     size_t es;
-    uint64_t sc[TC_MAXR][TC_MAXR], sd[TC_MAXR][TC_MAXR];
-    uint64_t rc[TC_MAXR][TC_MAXR], rd[TC_MAXR][TC_MAXR];
-    uint64_t rce[TC_MAXR];
-    const uint64_t *scp[TC_MAXR], *sdp[TC_MAXR], *rcp[TC_MAXR], *rdp[TC_MAXR];
-    size_t arena_sz[TC_MAXR], in_off[TC_MAXR], out_off[TC_MAXR];
-    size_t in_sz[TC_MAXR], out_sz[TC_MAXR];
-    unsigned char *arena[TC_MAXR], *orig[TC_MAXR], *expect[TC_MAXR];
-    const void *inp[TC_MAXR];
-    void *outp[TC_MAXR];
-    void *ccl[TC_MAXR];
+    uint64_t sc[TC_MAXW][TC_MAXW], sd[TC_MAXW][TC_MAXW];
+    uint64_t rc[TC_MAXW][TC_MAXW], rd[TC_MAXW][TC_MAXW];
+    uint64_t rce[TC_MAXW];
+    const uint64_t *scp[TC_MAXW], *sdp[TC_MAXW], *rcp[TC_MAXW], *rdp[TC_MAXW];
+    size_t arena_sz[TC_MAXW], in_off[TC_MAXW], out_off[TC_MAXW];
+    size_t in_sz[TC_MAXW], out_sz[TC_MAXW];
+    unsigned char *arena[TC_MAXW], *orig[TC_MAXW], *expect[TC_MAXW];
+    const void *inp[TC_MAXW];
+    void *outp[TC_MAXW];
+    void *ccl[TC_MAXW];
     pthread_barrier_t bar;
-    tc_sync_t sync[TC_MAXR];
-    int ret[TC_MAXR];
-    uint64_t staged[TC_MAXR];
+    tc_sync_t sync[TC_MAXW];
+    int ret[TC_MAXW];
+    uint64_t staged[TC_MAXW];
+    void *scr[TC_MAXW]; /* hierarchical: every rank's scratch */
+    coll_hier_t hier;
 } tc_world_t;
 
 __attribute__((unused)) static const int tc_reduce_types[] = {
@@ -264,6 +274,32 @@ TC_FN void tc_ref_reduce(void *dst, const void *const *src, int n, size_t count,
     }
 }
 
+/* The op's reduction of src[r] (by rank) in its documented order: rank
+ * order when flat; hierarchical, each group's partial in member order
+ * (rounded to dtype), then the partials in group order (coll/coll_hier.h). */
+TC_FN void tc_ref_order(const tc_case_t *c, void *dst, const void *const *src, size_t count)
+{
+    const coll_groups_t *g = c->groups;
+    if (g == NULL) {
+        tc_ref_reduce(dst, src, c->np, count, c->dtype, c->op);
+        return;
+    }
+    size_t bytes = count * coll_dtype_size(c->dtype);
+    unsigned char *part = malloc((size_t)g->ngroups * bytes + 1);
+    const void *gs[TC_MAXW], *ps[TC_MAXW];
+    assert_non_null(part);
+    for (int h = 0; h < g->ngroups; h++) {
+        int l = g->first[h + 1] - g->first[h];
+        for (int i = 0; i < l; i++) {
+            gs[i] = src[g->members[g->first[h] + i]];
+        }
+        ps[h] = part + (size_t)h * bytes;
+        tc_ref_reduce(part + (size_t)h * bytes, gs, l, count, c->dtype, c->op);
+    }
+    tc_ref_reduce(dst, ps, g->ngroups, count, c->dtype, c->op);
+    free(part);
+}
+
 /* ---- thread ranks ---- */
 
 TC_FN int tc_barrier(coll_sync_t *self)
@@ -297,6 +333,33 @@ TC_FN tc_fn tc_function(tc_kind_t k, int staged)
                                     coll_broadcast_staged,     coll_scatter_staged,
                                     coll_alltoall_staged,      coll_alltoallv_staged};
     return staged ? stagedf[k] : direct[k];
+}
+
+/* The hierarchical algorithms: their kind, and the function of a tc kind. */
+TC_FN int tc_hier_kind(tc_kind_t k)
+{
+    switch (k) {
+    case TC_ALLREDUCE:
+        return COLL_HIER_ALLREDUCE;
+    case TC_ALLGATHER:
+        return COLL_HIER_ALLGATHER;
+    case TC_REDUCESCATTER:
+        return COLL_HIER_REDUCESCATTER;
+    case TC_BROADCAST:
+        return COLL_HIER_BROADCAST;
+    default:
+        return COLL_HIER_REDUCE;
+    }
+}
+
+typedef int (*tc_hier_fn)(const coll_args_t *, const coll_hier_t *);
+
+TC_FN tc_hier_fn tc_hier_function(tc_kind_t k)
+{
+    static const tc_hier_fn fns[COLL_HIER_KINDS] = {coll_hier_allreduce, coll_hier_allgather,
+                                                    coll_hier_reducescatter, coll_hier_broadcast,
+                                                    coll_hier_reduce};
+    return fns[tc_hier_kind(k)];
 }
 
 typedef struct {
@@ -341,7 +404,11 @@ TC_FN void tc_rank_run(tc_world_t *w, int r)
     a.tune = &c->tune;
     a.reuse = c->reuse != NULL ? &c->reuse[r] : NULL;
     a.pull = c->pull;
-    w->ret[r] = tc_function(c->kind, c->staged)(&a);
+    if (c->groups != NULL) {
+        w->ret[r] = tc_hier_function(c->kind)(&a, &w->hier);
+    } else {
+        w->ret[r] = tc_function(c->kind, c->staged)(&a);
+    }
 }
 
 TC_FN void *tc_rank_thread(void *p)
@@ -354,8 +421,8 @@ TC_FN void *tc_rank_thread(void *p)
 /* Run every rank (rank 0 on the calling thread). */
 TC_FN void tc_world_run(tc_world_t *w)
 {
-    pthread_t th[TC_MAXR];
-    tc_rank_arg_t ra[TC_MAXR];
+    pthread_t th[TC_MAXW];
+    tc_rank_arg_t ra[TC_MAXW];
     for (int r = 1; r < w->c.np; r++) {
         ra[r].w = w;
         ra[r].rank = r;
@@ -480,6 +547,27 @@ TC_FN void tc_sizes(const tc_world_t *w, int r, size_t *in_sz, size_t *out_sz, l
     }
 }
 
+/* Every rank's scratch for the hierarchical algorithm (when the groups are
+ * valid: bad groups are the algorithm's to reject). */
+TC_FN void tc_world_scratch(tc_world_t *w)
+{
+    const tc_case_t *c = &w->c;
+    size_t need = 0;
+    if (coll_hier_check_groups(c->groups, c->np) == ZC_OK) {
+        assert_int_equal(
+            coll_hier_scratch_bytes(tc_hier_kind(c->kind), c->groups, c->count, c->dtype, &need),
+            ZC_OK);
+    }
+    w->hier.groups = c->groups;
+    w->hier.scratch = w->scr;
+    w->hier.scratch_bytes = c->scr_short && need > 0 ? need - 1 : need;
+    for (int r = 0; r < c->np; r++) {
+        w->scr[r] = malloc(need + 1);
+        assert_non_null(w->scr[r]);
+        memset(w->scr[r], 0xa5, need + 1);
+    }
+}
+
 TC_FN void tc_world_init(tc_world_t *w, const tc_case_t *c)
 {
     memset(w, 0, sizeof(*w));
@@ -539,6 +627,9 @@ TC_FN void tc_world_init(tc_world_t *w, const tc_case_t *c)
         w->sync[r].bar = &w->bar;
         w->sync[r].fail_at = c->barrier_fail_at;
     }
+    if (c->groups != NULL) {
+        tc_world_scratch(w);
+    }
     assert_int_equal(pthread_barrier_init(&w->bar, NULL, (unsigned)c->np), 0);
 }
 
@@ -549,6 +640,7 @@ TC_FN void tc_world_fini(tc_world_t *w)
         free(w->orig[r]);
         free(w->expect[r]);
         free(w->ccl[r]);
+        free(w->scr[r]);
     }
     pthread_barrier_destroy(&w->bar);
 }
@@ -568,7 +660,7 @@ TC_FN unsigned char *tc_out(tc_world_t *w, int r, size_t elem)
 TC_FN void tc_expect(tc_world_t *w)
 {
     const tc_case_t *c = &w->c;
-    const void *src[TC_MAXR];
+    const void *src[TC_MAXW];
     size_t n = c->count;
     size_t es = w->es;
     for (int q = 0; q < c->np; q++) {
@@ -581,7 +673,7 @@ TC_FN void tc_expect(tc_world_t *w)
             for (int r = 0; r < c->np; r++) {
                 src[r] = tc_in(w, r, 0);
             }
-            tc_ref_reduce(tc_out(w, q, 0), src, c->np, n, c->dtype, c->op);
+            tc_ref_order(c, tc_out(w, q, 0), src, n);
             break;
         case TC_ALLGATHER:
             for (int r = 0; r < c->np; r++) {
@@ -597,7 +689,7 @@ TC_FN void tc_expect(tc_world_t *w)
             for (int r = 0; r < c->np; r++) {
                 src[r] = tc_in(w, r, (size_t)q * n);
             }
-            tc_ref_reduce(tc_out(w, q, 0), src, c->np, n, c->dtype, c->op);
+            tc_ref_order(c, tc_out(w, q, 0), src, n);
             break;
         case TC_REDUCESCATTERV:
             for (int r = 0; r < c->np; r++) {
@@ -631,9 +723,10 @@ TC_FN void tc_describe(const tc_case_t *c, char *buf, size_t len)
 {
     snprintf(buf, len,
              "kind %d %s np %d dtype %d op %d root %d count %zu inplace %d ccl %zu "
-             "oneshot %zu nt %zu pull %d",
+             "oneshot %zu nt %zu pull %d groups %d",
              (int)c->kind, c->staged ? "staged" : "direct", c->np, c->dtype, c->op, c->root,
-             c->count, c->inplace, c->ccl_bytes, c->tune.oneshot_max, c->tune.nt_min, c->pull);
+             c->count, c->inplace, c->ccl_bytes, c->tune.oneshot_max, c->tune.nt_min, c->pull,
+             c->groups != NULL ? c->groups->ngroups : 0);
 }
 
 /* Run one case and check status, barrier counts and every arena byte. */
@@ -657,6 +750,10 @@ TC_FN void tc_run_case(const tc_case_t *c)
         if (w->sync[r].calls != w->sync[0].calls) {
             fail_msg("%s: rank %d called barrier %ld times, rank 0 %ld", desc, r, w->sync[r].calls,
                      w->sync[0].calls);
+        }
+        if (c->check_bar && w->sync[r].calls != c->bar) {
+            fail_msg("%s: rank %d called barrier %ld times, expected %ld", desc, r,
+                     w->sync[r].calls, c->bar);
         }
         if (!c->staged && w->staged[r] != 0) {
             fail_msg("%s: direct path staged %llu bytes", desc, (unsigned long long)w->staged[r]);
