@@ -69,6 +69,13 @@ static int hx_kind_ok(int kind)
     return ZC_OK;
 }
 
+/* Bytes of a reduction partial's element: fp16 / bf16 partials stay fp32,
+ * so each result is rounded once (coll/coll_hier.h). */
+static size_t hx_part_size(int dtype)
+{
+    return dtype == COLL_FP16 || dtype == COLL_BF16 ? 4 : coll_dtype_size(dtype);
+}
+
 int coll_hier_scratch_bytes(int kind, const coll_groups_t *g, size_t count, int dtype,
                             size_t *bytes)
 {
@@ -87,16 +94,17 @@ int coll_hier_scratch_bytes(int kind, const coll_groups_t *g, size_t count, int 
     for (int h = 0; h < g->ngroups; h++) {
         int l = g->first[h + 1] - g->first[h];
         lmin = ZC_MIN(lmin, l);
-        slots_rs = ZC_MAX(slots_rs, (size_t)((n - l + l - 1) / l));
+        slots_rs = ZC_MAX(slots_rs, (size_t)((n - l + l - 1) / l + 1));
     }
     size_t off, stride;
     coll_slice(count, n, 0, es, &off, &stride);
     switch (kind) {
     case COLL_HIER_ALLREDUCE:
     case COLL_HIER_REDUCE:
-        return coll_bytes(stride, es, (size_t)((n + lmin - 1) / lmin), what, bytes);
+        return coll_bytes(stride, hx_part_size(dtype), (size_t)((n + lmin - 1) / lmin), what,
+                          bytes);
     case COLL_HIER_REDUCESCATTER:
-        return coll_bytes(count, es, slots_rs, what, bytes);
+        return coll_bytes(count, hx_part_size(dtype), slots_rs, what, bytes);
     case COLL_HIER_ALLGATHER:
         return coll_bytes(count, es, 1, what, bytes);
     default:
@@ -141,6 +149,7 @@ static void hx_init(hx_t *x, const coll_groups_t *g, int me, int root, size_t co
     x->count = count;
     x->dtype = dtype;
     x->es = coll_dtype_size(dtype);
+    x->pes = hx_part_size(dtype);
 }
 
 /* Run kind's hierarchical schedule (or, flat, its flat model) for every

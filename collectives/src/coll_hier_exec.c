@@ -23,7 +23,7 @@ static char *hx_ptr(const hx_t *x, hx_loc_t l)
     case HX_OUT:
         base = l.rank == x->me ? x->out_me : x->a->out[l.rank];
         break;
-    default:
+    default: /* HX_SCR, HX_PART */
         base = x->scr[l.rank];
         break;
     }
@@ -38,23 +38,34 @@ static void hx_count(hx_t *x, int r, size_t bytes, uint64_t *to)
     }
 }
 
+/* Element size at l: a partial's, or the dtype's. */
+static size_t hx_es(const hx_t *x, hx_loc_t l)
+{
+    return l.kind == HX_PART ? x->pes : x->es;
+}
+
+/* The dtype of elements at l (fp32 for wide partials). */
+static int hx_dt(const hx_t *x, hx_loc_t l)
+{
+    return hx_es(x, l) != x->es ? COLL_FP32 : x->dtype;
+}
+
 void hx_reduce(hx_t *x, hx_loc_t dst, const hx_loc_t *src, int n, size_t elems)
 {
-    size_t bytes = elems * x->es;
-    if (bytes == 0) {
+    if (elems == 0) {
         return;
     }
     if (x->cnt != NULL) {
         for (int i = 0; i < n; i++) {
-            hx_count(x, src[i].rank, bytes, &x->cnt->read);
+            hx_count(x, src[i].rank, elems * hx_es(x, src[i]), &x->cnt->read);
         }
-        hx_count(x, dst.rank, bytes, &x->cnt->written);
+        hx_count(x, dst.rank, elems * hx_es(x, dst), &x->cnt->written);
         return;
     }
     for (int i = 0; i < n; i++) {
         x->ptrs[i] = hx_ptr(x, src[i]);
     }
-    coll_reduce_n(hx_ptr(x, dst), x->ptrs, n, elems, x->dtype, x->op);
+    coll_reduce_wide(hx_ptr(x, dst), hx_dt(x, dst), x->ptrs, hx_dt(x, src[0]), n, elems, x->op);
 }
 
 void hx_copy(hx_t *x, hx_loc_t dst, hx_loc_t src, size_t elems)

@@ -12,10 +12,12 @@
 #include "coll/coll_hier.h"
 #include "coll_internal.h"
 
-enum { HX_IN, HX_OUT, HX_SCR };
+/* HX_SCR holds dtype elements, HX_PART (the same scratch) reduction
+ * partials: fp32 for fp16 / bf16 (rounded once, at the end), else dtype. */
+enum { HX_IN, HX_OUT, HX_SCR, HX_PART };
 
 typedef struct {
-    int kind; /* HX_IN, HX_OUT, HX_SCR */
+    int kind; /* HX_IN, HX_OUT, HX_SCR, HX_PART */
     int rank; /* whose buffer */
     size_t off;
 } hx_loc_t;
@@ -27,6 +29,7 @@ typedef struct {
     char *out_me; /* where this rank's HX_OUT resolves: out[me] or a private buffer */
     int me, nranks, root, dtype, op;
     size_t count, es;
+    size_t pes;        /* bytes of a partial's element (HX_PART) */
     coll_cross_t *cnt; /* counting mode when non-NULL: barriers are counted, not called */
     hx_loc_t *locs;    /* nranks source locations */
     const void **ptrs; /* nranks source pointers */
@@ -59,7 +62,8 @@ static inline hx_loc_t hx_loc(int kind, int rank, size_t off)
     return l;
 }
 
-/** dst = src[0] op ... op src[n-1] over elems elements (n <= nranks). */
+/** dst = src[0] op ... op src[n-1] over elems elements (n <= nranks), the
+ *  sources all of one kind as to HX_PART. */
 void hx_reduce(hx_t *x, hx_loc_t dst, const hx_loc_t *src, int n, size_t elems);
 
 /** dst = src, elems elements. */

@@ -6,37 +6,38 @@
  * AllReduce / Reduce pieces: the count is cut into K = nranks pieces of
  * whole 64-byte lines (coll_slice). In group g piece k is held by member
  * k mod L, in slot k / L of its scratch (slots of the first piece's size S);
- * sub-piece s of a piece is its slice s of G.
+ * sub-piece s of a piece is its slice s of G. Partials (HX_PART) are fp32
+ * for fp16 / bf16, so their results are rounded once, in the last step.
  *
  * AllReduce (2 barriers):
  *   1. every holder reduces its pieces over its group's inputs, in member
  *      order, into its scratch (the group partial P_g);  barrier
  *   2. the holder of piece k in group g reduces sub-piece g of piece k over
- *      all groups' partials, in group order, in place in its scratch (only
- *      it reads or writes sub-piece g of that piece in any group);  barrier
- *   3. the holder of piece k gathers the G reduced sub-pieces (its own and
- *      one from each other group's holder) into its output and copies the
- *      piece to its group's other outputs.
+ *      all groups' partials, in group order, into its own output;  barrier
+ *   3. the holder of piece k copies the other groups' reduced sub-pieces
+ *      from their holders' outputs into its output and copies the piece to
+ *      its group's other outputs (no one reads an output it writes).
  *   Outputs are written only after the first barrier, when no input is read
  *   any more: in place and any overlap of in and out are safe.
  *   Crossing: each piece's partial sub-pieces and reduced sub-pieces cross
- *   once per other group, 2 (G - 1) B bytes in all.
+ *   once per other group, 2 (G - 1) B bytes in all (3 (G - 1) B for
+ *   fp16 / bf16, whose partials cross as fp32).
  *
  * Reduce (1 barrier): step 1 above; barrier; the holder of piece k in the
  *   root's group reduces all groups' partials of piece k, in group order,
- *   into out[root]. Crossing (G - 1) B.
+ *   into out[root]. Crossing (G - 1) B (twice for fp16 / bf16).
  *
  * ReduceScatter (1 barrier, +1 on a conflicting overlap): the destinations
  *   outside group g, in rank order, are dealt to g's members (the i-th to
  *   member i mod L, slot i / L of B elements):
  *   1. each member reduces block b of its group's inputs into its slot;
  *      barrier
- *   2. rank b reduces block b of its own group's inputs into out[b], then
- *      reduces out[b] and the other groups' partials, in group order, into
- *      out[b]. Only rank b reads block b of an input in step 2, so out[b]
- *      == block b of in[b] is safe; any other overlap goes through a
- *      private buffer committed after one more barrier.
- *   Crossing (G - 1) x nranks x B.
+ *   2. rank b reduces block b of its own group's inputs into its own slot
+ *      (the one after the dealt ones), then all groups' partials, in group
+ *      order, into out[b]. Only rank b reads block b of an input in step 2,
+ *      so out[b] == block b of in[b] is safe; any other overlap goes
+ *      through a private buffer committed after one more barrier.
+ *   Crossing (G - 1) x nranks x B (twice for fp16 / bf16).
  *
  * AllGather (0 barriers, +1 on a conflicting overlap): each rank copies its
  *   block to slot me of its group's outputs; the blocks of other groups'
@@ -72,11 +73,17 @@ static hx_piece_t hx_piece(const hx_t *x, int k)
     return p;
 }
 
-/* Where group g keeps its partial of piece k (byte offset off0 into it). */
-static hx_loc_t hx_partial(const hx_t *x, int g, int k, size_t stride, size_t off0)
+/* The member of group g holding piece k. */
+static int hx_holder(const hx_t *x, int g, int k)
 {
-    int l = hx_size(x, g);
-    return hx_loc(HX_SCR, hx_member(x, g, k % l), (size_t)(k / l) * stride * x->es + off0);
+    return hx_member(x, g, k % hx_size(x, g));
+}
+
+/* Where group g keeps its partial of piece k, from element e0 of it. */
+static hx_loc_t hx_partial(const hx_t *x, int g, int k, size_t stride, size_t e0)
+{
+    size_t slot = (size_t)(k / hx_size(x, g)) * stride;
+    return hx_loc(HX_PART, hx_holder(x, g, k), (slot + e0) * x->pes);
 }
 
 /* Step 1: my pieces over my group's inputs into my scratch. */
@@ -93,11 +100,11 @@ static void hx_group_partials(hx_t *x)
     }
 }
 
-/* Sources: every group's partial of piece k from byte off0, group order. */
-static void hx_all_partials(hx_t *x, int k, size_t stride, size_t off0)
+/* Sources: every group's partial of piece k from element e0, group order. */
+static void hx_all_partials(hx_t *x, int k, size_t stride, size_t e0)
 {
     for (int h = 0; h < x->g->ngroups; h++) {
-        x->locs[h] = hx_partial(x, h, k, stride, off0);
+        x->locs[h] = hx_partial(x, h, k, stride, e0);
     }
 }
 
@@ -115,20 +122,20 @@ void hx_allreduce(hx_t *x)
         hx_piece_t p = hx_piece(x, k);
         size_t so, sl;
         coll_slice(p.len, ng, g, x->es, &so, &sl);
-        hx_all_partials(x, k, p.stride, so * x->es);
-        hx_reduce(x, x->locs[g], x->locs, ng, sl);
+        hx_all_partials(x, k, p.stride, so);
+        hx_reduce(x, hx_loc(HX_OUT, x->me, (p.off + so) * x->es), x->locs, ng, sl);
     }
     if (hx_barrier(x) != ZC_OK) {
         return;
     }
     for (int k = li; k < x->nranks; k += l) {
         hx_piece_t p = hx_piece(x, k);
-        for (int j = 0; j < ng; j++) {
+        for (int j = 1; j < ng; j++) {
             int s = (g + j) % ng;
             size_t so, sl;
             coll_slice(p.len, ng, s, x->es, &so, &sl);
-            hx_copy(x, hx_loc(HX_OUT, x->me, (p.off + so) * x->es),
-                    hx_partial(x, s, k, p.stride, so * x->es), sl);
+            size_t at = (p.off + so) * x->es;
+            hx_copy(x, hx_loc(HX_OUT, x->me, at), hx_loc(HX_OUT, hx_holder(x, s, k), at), sl);
         }
         for (int j = 1; j < l; j++) {
             int q = hx_member(x, g, (li + j) % l);
@@ -165,12 +172,17 @@ static int hx_outside_index(const hx_t *x, int h, int b)
     return b - below;
 }
 
-/* Group h's partial of block b (b outside h). */
+/* Group h's partial of block b: b outside h, dealt to slot i / L of member
+ * i mod L; b in h, in b's slot after those (ceil((nranks - L) / L)). */
 static hx_loc_t hx_rs_partial(const hx_t *x, int h, int b)
 {
-    int i = hx_outside_index(x, h, b);
     int l = hx_size(x, h);
-    return hx_loc(HX_SCR, hx_member(x, h, i % l), (size_t)(i / l) * x->count * x->es);
+    size_t bytes = x->count * x->pes;
+    if (hx_group(x, b) == h) {
+        return hx_loc(HX_PART, b, (size_t)((x->nranks - 1) / l) * bytes);
+    }
+    int i = hx_outside_index(x, h, b);
+    return hx_loc(HX_PART, hx_member(x, h, i % l), (size_t)(i / l) * bytes);
 }
 
 /* Sources: block b of my group's inputs, member order. */
@@ -199,13 +211,12 @@ void hx_reducescatter(hx_t *x)
     if (hx_barrier(x) != ZC_OK) {
         return;
     }
-    hx_loc_t out = hx_loc(HX_OUT, x->me, 0);
     hx_group_blocks(x, g, x->me);
-    hx_reduce(x, out, x->locs, l, x->count);
+    hx_reduce(x, hx_rs_partial(x, g, x->me), x->locs, l, x->count);
     for (int h = 0; h < x->g->ngroups; h++) {
-        x->locs[h] = h == g ? out : hx_rs_partial(x, h, x->me);
+        x->locs[h] = hx_rs_partial(x, h, x->me);
     }
-    hx_reduce(x, out, x->locs, x->g->ngroups, x->count);
+    hx_reduce(x, hx_loc(HX_OUT, x->me, 0), x->locs, x->g->ngroups, x->count);
     if (x->conflict_any) {
         hx_barrier(x);
     }

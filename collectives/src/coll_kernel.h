@@ -51,6 +51,13 @@ enum { COLL_KERN_SCALAR, COLL_KERN_AVX2, COLL_KERN_AVX512, COLL_KERN_AVX512BF16,
 void coll_reduce_half(void *dst, const void *const *src, size_t src_off, int n, size_t count,
                       int dtype, int op);
 
+/** fp16/bf16 with fp32 partials (the hierarchical algorithms): dst = src[0] op ... op src[n-1]
+ *  where the sources are of type sdt and dst of ddt, one of them COLL_FP32 and the other fp16 or
+ *  bf16: folded in fp32 as coll_reduce_half does, stored as fp32 or rounded once. dst must not
+ *  overlap a source. sdt == ddt is coll_reduce_at's reduction of that type. */
+void coll_reduce_wide(void *dst, int ddt, const void *const *src, int sdt, int n, size_t count,
+                      int op);
+
 /** The best kernel this CPU and OS can run (checked once). */
 int coll_kern_best(void);
 

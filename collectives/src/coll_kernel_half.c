@@ -39,6 +39,7 @@
 #endif
 
 typedef uint16_t coll_h16 __attribute__((aligned(1), may_alias));
+typedef float coll_f32 __attribute__((aligned(1), may_alias));
 
 static const char *const coll_kern_names[COLL_KERN_COUNT] = {"scalar", "avx2", "avx512",
                                                              "avx512bf16"};
@@ -97,31 +98,51 @@ static inline float coll_half_op(float x, float y, int op)
 
 /* Elements lo..hi-1 in blocks of COLL_SCALAR_BLK: every source's block folded
  * into a small fp32 block, which is rounded and stored after the last one
- * (so in place is safe). Loops of one source each, with dtype and op
+ * (so in place is safe). Loops of one source each, with the types and op
  * constant after inlining, which the compiler can vectorise (bf16 at least)
- * where no vector kernel runs. */
+ * where no vector kernel runs. sdt / ddt: the sources' and dst's types,
+ * fp16 / bf16 or COLL_FP32 (wide partials: read or stored as they are). */
 #define COLL_SCALAR_BLK 64
+
+static inline float coll_wide_load(const char *p, size_t j, int sdt)
+{
+    if (sdt == COLL_FP32) {
+        return ((const coll_f32 *)(const void *)p)[j];
+    }
+    return coll_half_widen(((const coll_h16 *)(const void *)p)[j], sdt);
+}
+
+static inline void coll_wide_store(void *d, size_t j, float f, int ddt)
+{
+    if (ddt == COLL_FP32) {
+        ((coll_f32 *)d)[j] = f;
+    } else {
+        ((coll_h16 *)d)[j] = coll_half_narrow(f, ddt);
+    }
+}
 
 static inline __attribute__((always_inline)) void
 coll_half_scalar_body(void *dst, const void *const *src, size_t off, int n, size_t lo, size_t hi,
-                      int dtype, int op)
+                      int sdt, int ddt, int op)
 {
-    coll_h16 *d = dst;
+    size_t ses = sdt == COLL_FP32 ? 4 : 2;
+    size_t des = ddt == COLL_FP32 ? 4 : 2;
     float acc[COLL_SCALAR_BLK];
     for (size_t b = lo; b < hi; b += COLL_SCALAR_BLK) {
         size_t m = hi - b < COLL_SCALAR_BLK ? hi - b : COLL_SCALAR_BLK;
-        const coll_h16 *p = (const coll_h16 *)(const void *)((const char *)src[0] + off) + b;
+        const char *p = (const char *)src[0] + off + b * ses;
         for (size_t j = 0; j < m; j++) {
-            acc[j] = coll_half_widen(p[j], dtype);
+            acc[j] = coll_wide_load(p, j, sdt);
         }
         for (int s = 1; s < n; s++) {
-            p = (const coll_h16 *)(const void *)((const char *)src[s] + off) + b;
+            p = (const char *)src[s] + off + b * ses;
             for (size_t j = 0; j < m; j++) {
-                acc[j] = coll_half_op(acc[j], coll_half_widen(p[j], dtype), op);
+                acc[j] = coll_half_op(acc[j], coll_wide_load(p, j, sdt), op);
             }
         }
+        char *d = (char *)dst + b * des;
         for (size_t j = 0; j < m; j++) {
-            d[b + j] = coll_half_narrow(acc[j], dtype);
+            coll_wide_store(d, j, acc[j], ddt);
         }
     }
 }
@@ -146,12 +167,11 @@ coll_half_scalar_body(void *dst, const void *const *src, size_t off, int n, size
         }                                                                                          \
     } while (0)
 
-static inline __attribute__((always_inline)) void coll_half_scalar_dt(void *dst,
-                                                                      const void *const *src,
-                                                                      size_t off, int n, size_t lo,
-                                                                      size_t hi, int dtype, int op)
+static inline __attribute__((always_inline)) void
+coll_half_scalar_dt(void *dst, const void *const *src, size_t off, int n, size_t lo, size_t hi,
+                    int sdt, int ddt, int op)
 {
-    COLL_HALF_BY_OP(coll_half_scalar_body, dst, src, off, n, lo, hi, dtype);
+    COLL_HALF_BY_OP(coll_half_scalar_body, dst, src, off, n, lo, hi, sdt, ddt);
 }
 
 /* The scalar kernel, and the vector kernels' tails (not inlined into them:
@@ -162,9 +182,35 @@ static __attribute__((noinline)) void coll_half_scalar(void *dst, const void *co
                                                        int dtype, int op)
 {
     if (dtype == COLL_BF16) {
-        coll_half_scalar_dt(dst, src, off, n, lo, hi, COLL_BF16, op);
+        coll_half_scalar_dt(dst, src, off, n, lo, hi, COLL_BF16, COLL_BF16, op);
     } else {
-        coll_half_scalar_dt(dst, src, off, n, lo, hi, COLL_FP16, op);
+        coll_half_scalar_dt(dst, src, off, n, lo, hi, COLL_FP16, COLL_FP16, op);
+    }
+}
+
+/* The wide forms, scalar on every kernel (the same fp32 steps and rounding
+ * as the rest, so the same bits): half sources into fp32, fp32 into half. */
+static __attribute__((noinline)) void coll_half_wide(void *dst, const void *const *src, int n,
+                                                     size_t count, int sdt, int ddt, int op)
+{
+    if (sdt == COLL_BF16) {
+        coll_half_scalar_dt(dst, src, 0, n, 0, count, COLL_BF16, COLL_FP32, op);
+    } else if (sdt == COLL_FP16) {
+        coll_half_scalar_dt(dst, src, 0, n, 0, count, COLL_FP16, COLL_FP32, op);
+    } else if (ddt == COLL_BF16) {
+        coll_half_scalar_dt(dst, src, 0, n, 0, count, COLL_FP32, COLL_BF16, op);
+    } else {
+        coll_half_scalar_dt(dst, src, 0, n, 0, count, COLL_FP32, COLL_FP16, op);
+    }
+}
+
+void coll_reduce_wide(void *dst, int ddt, const void *const *src, int sdt, int n, size_t count,
+                      int op)
+{
+    if (sdt == ddt) {
+        coll_reduce_at(dst, src, 0, n, count, ddt, op);
+    } else if (count > 0 && n > 0) {
+        coll_half_wide(dst, src, n, count, sdt, ddt, op);
     }
 }
 

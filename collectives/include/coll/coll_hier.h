@@ -17,9 +17,10 @@
  * Order (deterministic): a reduction is, element by element,
  *     P_g = in[m_g0] op in[m_g1] op ... (group g's members in rank order)
  *     result = P_0 op P_1 op ... op P_{G-1} (groups in group order),
- * each P_g rounded to the dtype (fp16/bf16 accumulate in fp32 within each
- * step and round once per step, so twice in all). Every rank gets the same
- * bits on every run; integer ops and MAX/MIN equal the flat result.
+ * each P_g kept in the dtype, except for fp16/bf16, whose P_g stay fp32
+ * (for every op) so that, as on the flat path, they accumulate in fp32
+ * over all inputs and round once. Every rank gets the same bits on every
+ * run; integer ops and MAX/MIN equal the flat result.
  *
  * Barriers per call (count > 0; 0 for count 0 and for argument errors,
  * which every rank detects alike before the first barrier): AllReduce 2,
@@ -72,9 +73,10 @@ int coll_hier_check_groups(const coll_groups_t *g, int nranks);
 /**
  * Bytes of scratch each rank needs for an op of `count` elements of dtype
  * (with stride S = the first of nranks 64-byte-line slices of count, and
- * B = count elements): AllReduce and Reduce ceil(nranks / Lmin) x S, where
- * Lmin is the smallest group's size; ReduceScatter
- * max over groups of ceil((nranks - L) / L) x B; AllGather B; Broadcast 0.
+ * B = count elements, each of a partial's size: 4 bytes for fp16/bf16, else
+ * the dtype's): AllReduce and Reduce ceil(nranks / Lmin) x S, where Lmin is
+ * the smallest group's size; ReduceScatter max over groups of
+ * (ceil((nranks - L) / L) + 1) x B; AllGather B of dtype; Broadcast 0.
  * ZC_OK, or ZC_ERR_INVAL for a bad kind, dtype, groups or overflow (logged).
  */
 int coll_hier_scratch_bytes(int kind, const coll_groups_t *g, size_t count, int dtype,

@@ -85,6 +85,8 @@ typedef struct {
     int scr_short;               /* hierarchical: scratch one byte shorter than needed */
     int check_bar;               /* every rank must call barrier() exactly bar times */
     long bar;
+    /* writes input element elem of rank r at p (NULL: tc_value's random values) */
+    void (*value)(void *p, int dtype, int r, size_t elem, uint64_t *seed);
 } tc_case_t;
 
 typedef struct {
@@ -274,12 +276,54 @@ TC_FN void tc_ref_reduce(void *dst, const void *const *src, int n, size_t count,
     }
 }
 
+/* acc op v in fp32 as the fp16/bf16 kernels do it: in SUM and PROD a NaN
+ * wins, the accumulator's first, quietened (x86's rule, which the kernels
+ * pin down). */
+TC_FN float tc_wide_op(float acc, float v, int op)
+{
+    if ((op == COLL_SUM || op == COLL_PROD) && (acc != acc || v != v)) {
+        uint32_t u;
+        memcpy(&u, acc != acc ? &acc : &v, 4);
+        u |= 0x400000u;
+        memcpy(&acc, &u, 4);
+        return acc;
+    }
+    TC_REF_FLT_OP(acc, v);
+    return acc;
+}
+
+/* Hierarchical fp16 / bf16: each group's partial in member order and the
+ * partials in group order, all in fp32, rounded once at the end. */
+TC_FN void tc_ref_wide(const tc_case_t *c, void *dst, const void *const *src, size_t count)
+{
+    const coll_groups_t *g = c->groups;
+    int op = c->op;
+    for (size_t i = 0; i < count; i++) {
+        float acc = 0;
+        for (int h = 0; h < g->ngroups; h++) {
+            const int *m = g->members + g->first[h];
+            float p = tc_half_get(src[m[0]], i, c->dtype);
+            for (int j = 1; j < g->first[h + 1] - g->first[h]; j++) {
+                p = tc_wide_op(p, tc_half_get(src[m[j]], i, c->dtype), op);
+            }
+            acc = h == 0 ? p : tc_wide_op(acc, p, op);
+        }
+        uint16_t o = c->dtype == COLL_FP16 ? coll_fp16_from_float(acc) : coll_bf16_from_float(acc);
+        memcpy((char *)dst + i * 2, &o, 2);
+    }
+}
+
 /* The op's reduction of src[r] (by rank) in its documented order: rank
- * order when flat; hierarchical, each group's partial in member order
- * (rounded to dtype), then the partials in group order (coll/coll_hier.h). */
+ * order when flat; hierarchical, each group's partial in member order, then
+ * the partials in group order (coll/coll_hier.h), the partials rounded to
+ * dtype except for fp16 / bf16, whose partials stay fp32. */
 TC_FN void tc_ref_order(const tc_case_t *c, void *dst, const void *const *src, size_t count)
 {
     const coll_groups_t *g = c->groups;
+    if (g != NULL && (c->dtype == COLL_FP16 || c->dtype == COLL_BF16)) {
+        tc_ref_wide(c, dst, src, count);
+        return;
+    }
     if (g == NULL) {
         tc_ref_reduce(dst, src, c->np, count, c->dtype, c->op);
         return;
@@ -612,7 +656,11 @@ TC_FN void tc_world_init(tc_world_t *w, const tc_case_t *c)
             w->arena[r][i] = (unsigned char)tc_rand(&seed);
         }
         for (size_t i = 0; i < w->in_sz[r]; i += w->es) {
-            tc_value(w->arena[r] + w->in_off[r] + i, c->dtype, &seed);
+            if (c->value != NULL) {
+                c->value(w->arena[r] + w->in_off[r] + i, c->dtype, r, i / w->es, &seed);
+            } else {
+                tc_value(w->arena[r] + w->in_off[r] + i, c->dtype, &seed);
+            }
         }
         memcpy(w->orig[r], w->arena[r], w->arena_sz[r]);
         memcpy(w->expect[r], w->arena[r], w->arena_sz[r]);

@@ -9,6 +9,8 @@
  */
 #include "test_coll_harness.h"
 
+#include <math.h>
+
 /* Ranks a grouping may hold: thread worlds up to TC_MAXW, counting up to 256. */
 #define TG_MAXR 256
 
@@ -225,6 +227,26 @@ static void test_hier_cost(void **state)
     }
 }
 
+/* fp16 / bf16: partials cross as fp32, AllReduce's results as dtype. 2 groups
+ * x 4 ranks, 2048 elements (4 KiB). */
+static void test_hier_cost_half(void **state)
+{
+    (void)state;
+    tg_t t;
+    tg_make(&t, TG_2X4);
+    /* hier read: AllReduce 2 (G-1) S + (G-1) S; Reduce 2 (G-1) S; ReduceScatter 2 (G-1) n B */
+    static const uint64_t want[COLL_HIER_KINDS] = {3 * 4096, 8 * 4096, 2 * 8 * 4096, 4096,
+                                                   2 * 4096};
+    for (int k = 0; k < COLL_HIER_KINDS; k++) {
+        coll_hier_cost_t c, f;
+        assert_int_equal(coll_hier_cost(k, &t.g, 0, 2048, COLL_BF16, &c), ZC_OK);
+        assert_int_equal(coll_hier_cost(k, &t.g, 0, 1024, COLL_FP32, &f), ZC_OK);
+        assert_int_equal(c.hier.read, want[k]);
+        assert_int_equal(c.hier.written, 0);
+        assert_memory_equal(&c.flat, &f.flat, sizeof(c.flat));
+    }
+}
+
 /* Bytes crossing group boundaries (read + written) for 8, 64 and 256 ranks
  * on 2 and 4 contiguous groups, 16 MiB of fp32 per op (AllGather and
  * ReduceScatter: the whole gathered / scattered buffer). Hierarchical must
@@ -300,6 +322,120 @@ static void test_hier_worth(void **state)
     }
 }
 
+static const int tg_halfs[2] = {COLL_FP16, COLL_BF16};
+
+/* fp16 / bf16 inputs of every class: mostly values whose sums land on or
+ * next to rounding ties (powers of two near 1 and small multiples of their
+ * last bits), and some denormals, infinities, NaNs with random payloads
+ * (quiet and signalling) and raw bit patterns. */
+static void tg_special(void *p, int dtype, int r, size_t elem, uint64_t *seed)
+{
+    (void)r;
+    (void)elem;
+    uint64_t x = tc_rand(seed);
+    int bf = dtype == COLL_BF16;
+    int m = bf ? 7 : 10;
+    uint16_t expo = bf ? 0x7f80 : 0x7c00;
+    uint16_t bits = (uint16_t)(x >> 16) & (uint16_t)((1u << m) - 1u);
+    uint16_t sign = (uint16_t)(((x >> 40) & 1u) << 15);
+    uint16_t h;
+    int e = (int)((x >> 20) % 5) - 2;
+    float v = (x & 32u) ? ldexpf((float)((x >> 12) % 5), e - m - 1 - (int)((x >> 44) % 3))
+                        : ldexpf(1.0f + (float)((x >> 8) & 7u) * ldexpf(1.0f, -m), e);
+    switch (x % 32) {
+    case 0:
+        h = (uint16_t)(x >> 48);
+        break;
+    case 1:
+        h = sign | bits; /* denormal */
+        break;
+    case 2:
+        h = sign | expo;
+        break;
+    case 3:
+        h = sign | expo | bits | 1u; /* NaN */
+        break;
+    default:
+        h = sign | (bf ? coll_bf16_from_float(v) : coll_fp16_from_float(v));
+        break;
+    }
+    memcpy(p, &h, 2);
+}
+
+/* fp16 / bf16 SUM and PROD on uneven groups (3 + 5, 1 + 2 + 5) against the
+ * reference with fp32 partials, bit for bit, on every kernel the CPU runs. */
+static void test_hier_half_special(void **state)
+{
+    (void)state;
+    static const tc_kind_t kinds[] = {TC_ALLREDUCE, TC_REDUCESCATTER, TC_REDUCE};
+    static const int label[8] = {0, 1, 1, 2, 2, 2, 2, 2};
+    tg_t ts[2];
+    tg_make(&ts[0], TG_3P5);
+    tg_build(&ts[1], 8, label);
+    for (int kern = COLL_KERN_SCALAR; kern <= coll_kern_best(); kern++) {
+        coll_kern_force(kern);
+        for (int ti = 0; ti < 2; ti++) {
+            for (size_t ki = 0; ki < 3; ki++) {
+                for (int di = 0; di < 2; di++) {
+                    for (int op = COLL_SUM; op <= COLL_PROD; op++) {
+                        tc_case_t c = tc_case(kinds[ki], 8, tg_halfs[di], op, 1001);
+                        c.groups = &ts[ti].g;
+                        c.root = 3;
+                        c.value = tg_special;
+                        tc_run_case(&c);
+                    }
+                }
+            }
+        }
+    }
+    coll_kern_force(-1);
+}
+
+/* Rank r's input on 2 x 2 ranks: 1, t, t, 0 with t half an ulp of 1. */
+static void tg_tie(void *p, int dtype, int r, size_t elem, uint64_t *seed)
+{
+    (void)elem;
+    (void)seed;
+    float t = dtype == COLL_BF16 ? 0x1p-8f : 0x1p-11f;
+    float v = r == 0 ? 1.0f : r == 3 ? 0.0f : t;
+    uint16_t h = dtype == COLL_BF16 ? coll_bf16_from_float(v) : coll_fp16_from_float(v);
+    memcpy(p, &h, 2);
+}
+
+/* One rounding: (1 + t) + (t + 0) is 1 + 2t, representable; rounding the
+ * partial 1 + t (a tie, to even: 1) first would give 1 + t, a tie again: 1. */
+static void test_hier_single_rounding(void **state)
+{
+    (void)state;
+    static const tc_kind_t kinds[] = {TC_ALLREDUCE, TC_REDUCESCATTER, TC_REDUCE};
+    static const uint16_t one[2] = {0x3c00, 0x3f80}, once[2] = {0x3c01, 0x3f81};
+    tg_t t;
+    tg_make(&t, TG_2X2);
+    for (int di = 0; di < 2; di++) {
+        int dt = tg_halfs[di];
+        uint16_t in[4], got;
+        const void *src[4] = {&in[0], &in[1], &in[2], &in[3]};
+        for (int r = 0; r < 4; r++) {
+            tg_tie(&in[r], dt, r, 0, NULL);
+        }
+        tc_case_t c = tc_case(TC_ALLREDUCE, 4, dt, COLL_SUM, 1);
+        c.groups = &t.g;
+        tc_ref_order(&c, &got, src, 1);
+        assert_int_equal(got, once[di]);
+        const void *pair[2] = {&got, &in[2]};
+        tc_ref_reduce(&got, src, 2, 1, dt, COLL_SUM);
+        tc_ref_reduce(&got, pair, 2, 1, dt, COLL_SUM);
+        assert_int_equal(got, one[di]); /* rounded twice */
+        for (size_t ki = 0; ki < 3; ki++) {
+            c = tc_case(kinds[ki], 4, dt, COLL_SUM, 77);
+            c.groups = &t.g;
+            c.root = 1;
+            c.value = tg_tie;
+            tc_run_case(&c);
+        }
+    }
+}
+
 /* Bad groups and short scratch: every rank fails alike, no barrier. */
 static void test_hier_errors(void **state)
 {
@@ -331,36 +467,53 @@ static void test_hier_errors(void **state)
     assert_int_equal(coll_hier_check_groups(&t.g, 8), ZC_ERR_INVAL);
 }
 
-/* The scratch formulas of coll/coll_hier.h, on 3+5 ranks. */
+/* The scratch formulas of coll/coll_hier.h, on 3+5 ranks, 1001 elements:
+ * AllReduce / Reduce pieces of 126 -> 128 elements (whole lines of fp32;
+ * 4 lines of fp16), ceil(8 / 3) slots; ReduceScatter: group of 3 deals 5
+ * blocks (2 slots), group of 5 deals 3 (1 slot), and one more slot for the
+ * rank's own group's partial; fp16 / bf16 partials are fp32. */
 static void test_hier_scratch(void **state)
 {
     (void)state;
+    static const struct {
+        int kind, dtype;
+        size_t want;
+    } cases[] = {
+        {COLL_HIER_ALLREDUCE, COLL_FP32, 3 * 128 * 4},
+        {COLL_HIER_REDUCE, COLL_FP32, 3 * 128 * 4},
+        {COLL_HIER_REDUCESCATTER, COLL_FP32, 3 * 1001 * 4},
+        {COLL_HIER_ALLGATHER, COLL_FP32, 1001 * 4},
+        {COLL_HIER_BROADCAST, COLL_FP32, 0},
+        {COLL_HIER_ALLREDUCE, COLL_FP16, 3 * 128 * 4},
+        {COLL_HIER_REDUCESCATTER, COLL_BF16, 3 * 1001 * 4},
+        {COLL_HIER_ALLGATHER, COLL_BF16, 1001 * 2},
+        {COLL_HIER_ALLREDUCE, COLL_INT8, 3 * 128},
+    };
     tg_t t;
     tg_make(&t, TG_3P5);
-    size_t b;
-    /* 1001 fp32 over 8 pieces: 126 -> 128 elements (whole lines), ceil(8 / 3) slots */
-    assert_int_equal(coll_hier_scratch_bytes(COLL_HIER_ALLREDUCE, &t.g, 1001, COLL_FP32, &b), 0);
-    assert_int_equal(b, 3 * 128 * 4);
-    assert_int_equal(coll_hier_scratch_bytes(COLL_HIER_REDUCE, &t.g, 1001, COLL_FP32, &b), 0);
-    assert_int_equal(b, 3 * 128 * 4);
-    /* ReduceScatter: group of 3 deals 5 blocks (2 slots), group of 5 deals 3 (1 slot) */
-    assert_int_equal(coll_hier_scratch_bytes(COLL_HIER_REDUCESCATTER, &t.g, 1001, COLL_FP32, &b),
-                     0);
-    assert_int_equal(b, 2 * 1001 * 4);
-    assert_int_equal(coll_hier_scratch_bytes(COLL_HIER_ALLGATHER, &t.g, 1001, COLL_FP32, &b), 0);
-    assert_int_equal(b, 1001 * 4);
-    assert_int_equal(coll_hier_scratch_bytes(COLL_HIER_BROADCAST, &t.g, 1001, COLL_FP32, &b), 0);
-    assert_int_equal(b, 0);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t b;
+        assert_int_equal(coll_hier_scratch_bytes(cases[i].kind, &t.g, 1001, cases[i].dtype, &b), 0);
+        assert_int_equal(b, cases[i].want);
+    }
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hier_cost),       cmocka_unit_test(test_hier_cost_table),
-        cmocka_unit_test(test_hier_worth),      cmocka_unit_test(test_hier_scratch),
-        cmocka_unit_test(test_hier_errors),     cmocka_unit_test(test_hier_copies),
-        cmocka_unit_test(test_hier_inplace),    cmocka_unit_test(test_hier_large),
-        cmocka_unit_test(test_hier_many_ranks), cmocka_unit_test(test_hier_reductions),
+        cmocka_unit_test(test_hier_cost),
+        cmocka_unit_test(test_hier_cost_table),
+        cmocka_unit_test(test_hier_worth),
+        cmocka_unit_test(test_hier_scratch),
+        cmocka_unit_test(test_hier_errors),
+        cmocka_unit_test(test_hier_copies),
+        cmocka_unit_test(test_hier_inplace),
+        cmocka_unit_test(test_hier_large),
+        cmocka_unit_test(test_hier_many_ranks),
+        cmocka_unit_test(test_hier_reductions),
+        cmocka_unit_test(test_hier_cost_half),
+        cmocka_unit_test(test_hier_half_special),
+        cmocka_unit_test(test_hier_single_rounding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,8 @@
  * kernel's result on random bit patterns (denormals, +-0, infinities, NaNs
  * with payloads), on sums that land on and next to rounding ties, for 1..9
  * sources, odd counts, odd addresses and dst equal to each source in turn;
- * and every fp16 / bf16 value passes through each kernel as the rules say.
+ * every fp16 / bf16 value passes through each kernel as the rules say; and
+ * the wide forms (fp32 partials) agree with the kernels and the reference.
  */
 #include "test_coll_harness.h"
 
@@ -214,12 +215,59 @@ static void test_ties(void **state)
     coll_kern_force(-1);
 }
 
+/* The wide forms (fp32 partials): n sources folded into fp32, then that one
+ * fp32 source rounded, give bitwise what each fused kernel gives for the n
+ * sources, on random bit patterns and near ties; two fp32 partials folded
+ * and rounded give the fp32 reference's bits. */
+static void test_wide(void **state)
+{
+    (void)state;
+    enum { N = 5, C = 999 };
+    static uint16_t in[N][C], want[C], got[C];
+    static float wide[2][C];
+    uint64_t seed = 99;
+    for (int dti = 0; dti < 4; dti++) {
+        int dt = dti & 1 ? COLL_BF16 : COLL_FP16;
+        for (int k = 0; k < N; k++) {
+            for (size_t i = 0; i < C; i++) {
+                in[k][i] = half_value(dt, &seed, dti >> 1);
+            }
+        }
+        const void *src[N] = {in[0], in[1], in[2], in[3], in[4]};
+        const void *w0[1] = {wide[0]}, *w2[2] = {wide[0], wide[1]};
+        for (int op = COLL_SUM; op <= COLL_MIN; op++) {
+            coll_reduce_wide(wide[0], COLL_FP32, src, dt, N, C, op);
+            coll_reduce_wide(got, dt, w0, COLL_FP32, 1, C, op);
+            for (int kern = COLL_KERN_SCALAR; kern <= coll_kern_best(); kern++) {
+                coll_kern_force(kern);
+                coll_reduce_half(want, src, 0, N, C, dt, op);
+                assert_memory_equal(got, want, sizeof(got));
+            }
+            /* (in0 op in1) op (in2 op in3 op in4), each partial in fp32 */
+            coll_reduce_wide(wide[0], COLL_FP32, src, dt, 2, C, op);
+            coll_reduce_wide(wide[1], COLL_FP32, src + 2, dt, 3, C, op);
+            coll_reduce_wide(got, dt, w2, COLL_FP32, 2, C, op);
+            for (size_t i = 0; i < C; i++) {
+                float p[N];
+                for (int k = 0; k < N; k++) {
+                    p[k] = tc_half_get(in[k], i, dt);
+                }
+                float r = tc_wide_op(tc_wide_op(p[0], p[1], op),
+                                     tc_wide_op(tc_wide_op(p[2], p[3], op), p[4], op), op);
+                uint16_t h = dt == COLL_BF16 ? coll_bf16_from_float(r) : coll_fp16_from_float(r);
+                assert_int_equal(got[i], h);
+            }
+        }
+    }
+    coll_kern_force(-1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_picker),         cmocka_unit_test(test_same_bits_fp16),
         cmocka_unit_test(test_same_bits_bf16), cmocka_unit_test(test_every_value),
-        cmocka_unit_test(test_ties),
+        cmocka_unit_test(test_ties),           cmocka_unit_test(test_wide),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
