@@ -21,6 +21,10 @@
  *
  * In place: dst may equal any source at the same offset; every chunk reads
  * all its sources before it is stored, and chunks do not overlap.
+ *
+ * The wide forms (coll_reduce_wide, the hierarchical algorithms' fp32
+ * partials) read or store fp32 in place of one side's 16-bit values, by the
+ * same steps: scalar, or AVX2 when any vector kernel is active.
  */
 #include "coll_kernel.h"
 
@@ -188,29 +192,19 @@ static __attribute__((noinline)) void coll_half_scalar(void *dst, const void *co
     }
 }
 
-/* The wide forms, scalar on every kernel (the same fp32 steps and rounding
- * as the rest, so the same bits): half sources into fp32, fp32 into half. */
+/* The wide forms (fp32 partials), elements lo..hi-1: half sources into
+ * fp32, fp32 sources into half; the scalar kernel and the AVX2 one's tail. */
 static __attribute__((noinline)) void coll_half_wide(void *dst, const void *const *src, int n,
-                                                     size_t count, int sdt, int ddt, int op)
+                                                     size_t lo, size_t hi, int sdt, int ddt, int op)
 {
     if (sdt == COLL_BF16) {
-        coll_half_scalar_dt(dst, src, 0, n, 0, count, COLL_BF16, COLL_FP32, op);
+        coll_half_scalar_dt(dst, src, 0, n, lo, hi, COLL_BF16, COLL_FP32, op);
     } else if (sdt == COLL_FP16) {
-        coll_half_scalar_dt(dst, src, 0, n, 0, count, COLL_FP16, COLL_FP32, op);
+        coll_half_scalar_dt(dst, src, 0, n, lo, hi, COLL_FP16, COLL_FP32, op);
     } else if (ddt == COLL_BF16) {
-        coll_half_scalar_dt(dst, src, 0, n, 0, count, COLL_FP32, COLL_BF16, op);
+        coll_half_scalar_dt(dst, src, 0, n, lo, hi, COLL_FP32, COLL_BF16, op);
     } else {
-        coll_half_scalar_dt(dst, src, 0, n, 0, count, COLL_FP32, COLL_FP16, op);
-    }
-}
-
-void coll_reduce_wide(void *dst, int ddt, const void *const *src, int sdt, int n, size_t count,
-                      int op)
-{
-    if (sdt == ddt) {
-        coll_reduce_at(dst, src, 0, n, count, ddt, op);
-    } else if (count > 0 && n > 0) {
-        coll_half_wide(dst, src, n, count, sdt, ddt, op);
+        coll_half_scalar_dt(dst, src, 0, n, lo, hi, COLL_FP32, COLL_FP16, op);
     }
 }
 
@@ -325,6 +319,66 @@ COLL_AVX2 static void coll_half_avx2(void *dst, const void *const *src, size_t o
         COLL_HALF_BY_OP(coll_bf16_avx2_op, dst, src, off, n, count);
     } else {
         COLL_HALF_BY_OP(coll_fp16_avx2_op, dst, src, off, n, count);
+    }
+}
+
+/* The wide forms with AVX2 (every vector kernel runs them): 8 elements of
+ * sdt widened, and 8 fp32 stored as ddt, by the fused kernels' steps. */
+COLL_AVX2 COLL_INLINE __m256 coll_wide_load8(const char *p, int sdt)
+{
+    if (sdt == COLL_FP32) {
+        return _mm256_loadu_ps((const float *)(const void *)p);
+    }
+    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
+    if (sdt == COLL_FP16) {
+        return _mm256_cvtph_ps(h);
+    }
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+COLL_AVX2 COLL_INLINE void coll_wide_store8(char *p, __m256 f, int ddt)
+{
+    __m128i h;
+    if (ddt == COLL_FP32) {
+        _mm256_storeu_ps((float *)(void *)p, f);
+        return;
+    }
+    if (ddt == COLL_FP16) {
+        h = _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    } else {
+        __m256i r = _mm256_srli_epi32(coll_bf16_round8(f), 16);
+        h = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    }
+    _mm_storeu_si128((__m128i *)(void *)p, h);
+}
+
+COLL_AVX2 COLL_INLINE void coll_wide_avx2_body(void *dst, const void *const *src, int n,
+                                               size_t count, int sdt, int ddt, int op)
+{
+    size_t ses = sdt == COLL_FP32 ? 4 : 2;
+    size_t des = ddt == COLL_FP32 ? 4 : 2;
+    size_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        __m256 acc = coll_wide_load8((const char *)src[0] + i * ses, sdt);
+        for (int s = 1; s < n; s++) {
+            acc = coll_op8(acc, coll_wide_load8((const char *)src[s] + i * ses, sdt), op);
+        }
+        coll_wide_store8((char *)dst + i * des, acc, ddt);
+    }
+    coll_half_wide(dst, src, n, i, count, sdt, ddt, op);
+}
+
+COLL_AVX2 static void coll_wide_avx2(void *dst, const void *const *src, int n, size_t count,
+                                     int sdt, int ddt, int op)
+{
+    if (sdt == COLL_BF16) {
+        COLL_HALF_BY_OP(coll_wide_avx2_body, dst, src, n, count, COLL_BF16, COLL_FP32);
+    } else if (sdt == COLL_FP16) {
+        COLL_HALF_BY_OP(coll_wide_avx2_body, dst, src, n, count, COLL_FP16, COLL_FP32);
+    } else if (ddt == COLL_BF16) {
+        COLL_HALF_BY_OP(coll_wide_avx2_body, dst, src, n, count, COLL_FP32, COLL_BF16);
+    } else {
+        COLL_HALF_BY_OP(coll_wide_avx2_body, dst, src, n, count, COLL_FP32, COLL_FP16);
     }
 }
 
@@ -620,4 +674,23 @@ void coll_reduce_half(void *dst, const void *const *src, size_t off, int n, size
 #endif
     (void)kern;
     coll_half_scalar(dst, src, off, n, 0, count, dtype, op);
+}
+
+void coll_reduce_wide(void *dst, int ddt, const void *const *src, int sdt, int n, size_t count,
+                      int op)
+{
+    if (sdt == ddt) {
+        coll_reduce_at(dst, src, 0, n, count, ddt, op);
+        return;
+    }
+    if (count == 0 || n <= 0) {
+        return;
+    }
+#if COLL_KERN_X86
+    if (coll_kern_active() >= COLL_KERN_AVX2) {
+        coll_wide_avx2(dst, src, n, count, sdt, ddt, op);
+        return;
+    }
+#endif
+    coll_half_wide(dst, src, n, 0, count, sdt, ddt, op);
 }

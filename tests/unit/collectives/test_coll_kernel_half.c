@@ -215,47 +215,55 @@ static void test_ties(void **state)
     coll_kern_force(-1);
 }
 
-/* The wide forms (fp32 partials): n sources folded into fp32, then that one
- * fp32 source rounded, give bitwise what each fused kernel gives for the n
- * sources, on random bit patterns and near ties; two fp32 partials folded
- * and rounded give the fp32 reference's bits. */
+/* The wide forms (fp32 partials) on the kernel in force, over C elements of
+ * N sources: folded into fp32 and that one source rounded, the fused
+ * kernel's bits; (in0 op in1) op (in2 op in3 op in4), each partial in
+ * fp32, the reference's bits, the partials too. */
+enum { WN = 5, WC = 999 };
+
+static void check_wide(uint16_t in[WN][WC], int dt, int op)
+{
+    static uint16_t want[WC], got[WC];
+    static float wide[2][WC];
+    const void *src[WN] = {in[0], in[1], in[2], in[3], in[4]};
+    const void *w0[1] = {wide[0]}, *w2[2] = {wide[0], wide[1]};
+    coll_reduce_wide(wide[0], COLL_FP32, src, dt, WN, WC, op);
+    coll_reduce_wide(got, dt, w0, COLL_FP32, 1, WC, op);
+    coll_reduce_half(want, src, 0, WN, WC, dt, op);
+    assert_memory_equal(got, want, sizeof(got));
+    coll_reduce_wide(wide[0], COLL_FP32, src, dt, 2, WC, op);
+    coll_reduce_wide(wide[1], COLL_FP32, src + 2, dt, 3, WC, op);
+    coll_reduce_wide(got, dt, w2, COLL_FP32, 2, WC, op);
+    for (size_t i = 0; i < WC; i++) {
+        float p[WN];
+        for (int k = 0; k < WN; k++) {
+            p[k] = tc_half_get(in[k], i, dt);
+        }
+        float p0 = tc_wide_op(p[0], p[1], op);
+        float r = tc_wide_op(p0, tc_wide_op(tc_wide_op(p[2], p[3], op), p[4], op), op);
+        uint16_t h = dt == COLL_BF16 ? coll_bf16_from_float(r) : coll_fp16_from_float(r);
+        assert_memory_equal(&wide[0][i], &p0, 4);
+        assert_int_equal(got[i], h);
+    }
+}
+
+/* Random bit patterns and near ties, fp16 and bf16, every op and kernel. */
 static void test_wide(void **state)
 {
     (void)state;
-    enum { N = 5, C = 999 };
-    static uint16_t in[N][C], want[C], got[C];
-    static float wide[2][C];
+    static uint16_t in[WN][WC];
     uint64_t seed = 99;
     for (int dti = 0; dti < 4; dti++) {
         int dt = dti & 1 ? COLL_BF16 : COLL_FP16;
-        for (int k = 0; k < N; k++) {
-            for (size_t i = 0; i < C; i++) {
+        for (int k = 0; k < WN; k++) {
+            for (size_t i = 0; i < WC; i++) {
                 in[k][i] = half_value(dt, &seed, dti >> 1);
             }
         }
-        const void *src[N] = {in[0], in[1], in[2], in[3], in[4]};
-        const void *w0[1] = {wide[0]}, *w2[2] = {wide[0], wide[1]};
-        for (int op = COLL_SUM; op <= COLL_MIN; op++) {
-            coll_reduce_wide(wide[0], COLL_FP32, src, dt, N, C, op);
-            coll_reduce_wide(got, dt, w0, COLL_FP32, 1, C, op);
-            for (int kern = COLL_KERN_SCALAR; kern <= coll_kern_best(); kern++) {
-                coll_kern_force(kern);
-                coll_reduce_half(want, src, 0, N, C, dt, op);
-                assert_memory_equal(got, want, sizeof(got));
-            }
-            /* (in0 op in1) op (in2 op in3 op in4), each partial in fp32 */
-            coll_reduce_wide(wide[0], COLL_FP32, src, dt, 2, C, op);
-            coll_reduce_wide(wide[1], COLL_FP32, src + 2, dt, 3, C, op);
-            coll_reduce_wide(got, dt, w2, COLL_FP32, 2, C, op);
-            for (size_t i = 0; i < C; i++) {
-                float p[N];
-                for (int k = 0; k < N; k++) {
-                    p[k] = tc_half_get(in[k], i, dt);
-                }
-                float r = tc_wide_op(tc_wide_op(p[0], p[1], op),
-                                     tc_wide_op(tc_wide_op(p[2], p[3], op), p[4], op), op);
-                uint16_t h = dt == COLL_BF16 ? coll_bf16_from_float(r) : coll_fp16_from_float(r);
-                assert_int_equal(got[i], h);
+        for (int kern = COLL_KERN_SCALAR; kern <= coll_kern_best(); kern++) {
+            coll_kern_force(kern);
+            for (int op = COLL_SUM; op <= COLL_MIN; op++) {
+                check_wide(in, dt, op);
             }
         }
     }
