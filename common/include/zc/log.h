@@ -46,7 +46,8 @@ typedef enum {
 
 /** Names of the levels and subsystems, as ZCCL_LOG_LEVEL / ZCCL_LOG_SUBSYS take them. */
 #define ZC_LOG_LEVEL_NAMES "none, error, warn, info, debug"
-#define ZC_LOG_SUBSYS_NAMES "INIT, VMM, MEM, STREAM, BROKER, BOOT, COMM, COLL, ZCOPY, TEST, TOPO, ALL"
+#define ZC_LOG_SUBSYS_NAMES                                                                        \
+    "INIT, VMM, MEM, STREAM, BROKER, BOOT, COMM, COLL, ZCOPY, TEST, TOPO, ALL"
 
 /** Parse a level name (case-insensitive); 0, or -1 when s is not one. Pure: never logs. */
 int zc_log_parse_level(const char *s, zc_log_level_t *out);
