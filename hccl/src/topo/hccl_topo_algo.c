@@ -11,11 +11,7 @@
 /* The size class of `bytes`: k with bytes in (2^(k-1), 2^k], 0 for 0 and 1. */
 static int zh_size_class(uint64_t bytes)
 {
-    int k = 0;
-    while (k < ZH_SIZE_CLASSES - 1 && ((uint64_t)1 << k) < bytes) {
-        k++;
-    }
-    return k;
+    return bytes <= 1 ? 0 : 64 - __builtin_clzll(bytes - 1);
 }
 
 void zh_levels_log_algo(zh_levels_t *lv, int kind, uint64_t bytes, const char *path)

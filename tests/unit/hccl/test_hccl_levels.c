@@ -14,7 +14,8 @@
  * Checked: the levels (kinds, groups, members, indices) for ranks packed
  * one per core, round-robin over the NUMA nodes, and on one node (flat:
  * just the host level); an unbound rank placed by its device's node (the
- * memory rule needs this machine's topology); bad input; and the bytes the
+ * memory rule needs this machine's topology: a child on it checks that
+ * rule with a binding outside every node); bad input; and the bytes the
  * flat and hierarchical schedules move across each level.
  */
 #include <stdarg.h>
@@ -265,6 +266,29 @@ static int tl_kid_cost(int sock, void *arg)
     return 0;
 }
 
+/* ---- this machine's topology: the memory rule ----------------------------------------- */
+
+/* A binding with no CPU of any node (CPU 4000, which no test machine has)
+ * leaves the rank to the memory rule: the node its touched pages lie on. */
+static int tl_kid_memory(int sock, void *arg)
+{
+    (void)sock;
+    (void)arg;
+    static char page[1 << 16];
+    zccl_place_t p;
+    memset(page, 1, sizeof(page));
+    ZT_KCHECK(zccl_topo_cores() > 0);
+    ZT_KCHECK(zccl_topo_set_binding("4000") == ZC_OK);
+    ZT_KCHECK(zccl_topo_place(page, sizeof(page), 0, &p) == ZC_OK);
+    ZT_KCHECK(p.rule == ZCCL_PLACE_MEMORY && p.numa >= 0 && p.package >= 0);
+    ZT_KCHECK(zccl_topo_place(NULL, 0, 0, &p) == ZC_OK); /* no memory named: the device */
+    ZT_KCHECK(p.rule == ZCCL_PLACE_DEVICE && p.numa == 0);
+    ZT_KCHECK(zccl_topo_set_binding(NULL) == ZC_OK); /* the real binding: one node or more */
+    ZT_KCHECK(zccl_topo_place(page, sizeof(page), 0, &p) == ZC_OK);
+    ZT_KCHECK(p.rule == ZCCL_PLACE_BOUND || p.rule == ZCCL_PLACE_MEMORY);
+    return 0;
+}
+
 /* Run kid with HWLOC_SYNTHETIC or HWLOC_XMLFILE set to `topo` (only in the kid). */
 static void tl_run(const char *var, const char *topo, zt_kid_fn kid)
 {
@@ -292,6 +316,13 @@ static void test_levels_xml(void **state)
     tl_run("HWLOC_XMLFILE", ZT_TOPO_DIR "/pack2_l3x2.xml", tl_kid_xml);
 }
 
+static void test_place_memory(void **state)
+{
+    (void)state;
+    zt_kid_t k = zt_kid_start(tl_kid_memory, NULL);
+    assert_int_equal(zt_kid_wait(k), 0);
+}
+
 static void test_sched_cost(void **state)
 {
     (void)state;
@@ -301,9 +332,8 @@ static void test_sched_cost(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_levels_2x2x2),
-        cmocka_unit_test(test_levels_2x4x16),
-        cmocka_unit_test(test_levels_xml),
+        cmocka_unit_test(test_levels_2x2x2), cmocka_unit_test(test_levels_2x4x16),
+        cmocka_unit_test(test_levels_xml),   cmocka_unit_test(test_place_memory),
         cmocka_unit_test(test_sched_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -206,7 +206,7 @@ static int vmm_topo_place_in(hwloc_topology_t t, const void *mem, size_t len, in
     }
     if (node != NULL) {
         vmm_topo_fill(t, node, set, ZCCL_PLACE_BOUND, out);
-        snprintf(why, why_len, "bound to CPUs %s", cpus);
+        snprintf(why, why_len, "CPUs %s, all in this NUMA node", cpus);
     } else if ((node = vmm_topo_mem_node(t, mem, len)) != NULL) {
         vmm_topo_fill(t, node, node->cpuset, ZCCL_PLACE_MEMORY, out);
         snprintf(why, why_len, "%s%s, memory at %p on NUMA node P#%u",
