@@ -42,7 +42,7 @@ static const struct {
     {"INIT", ZC_SUB_INIT},     {"VMM", ZC_SUB_VMM},       {"MEM", ZC_SUB_MEM},
     {"STREAM", ZC_SUB_STREAM}, {"BROKER", ZC_SUB_BROKER}, {"BOOT", ZC_SUB_BOOT},
     {"COMM", ZC_SUB_COMM},     {"COLL", ZC_SUB_COLL},     {"ZCOPY", ZC_SUB_ZCOPY},
-    {"TEST", ZC_SUB_TEST},     {"ALL", ZC_SUB_ALL},
+    {"TEST", ZC_SUB_TEST},     {"TOPO", ZC_SUB_TOPO},     {"ALL", ZC_SUB_ALL},
 };
 
 static const char *const zc_log_level_names[] = {"none", "error", "warn", "info", "debug"};

@@ -3,7 +3,7 @@
  *
  * ZCCL_LOG_LEVEL (error|warn|info|debug, default warn) picks the level,
  * ZCCL_LOG_SUBSYS a comma list of subsystems (INIT,VMM,MEM,STREAM,BROKER,
- * BOOT,COMM,COLL,ZCOPY,TEST or ALL; a leading ^ inverts), ZCCL_LOG_FILE a file
+ * BOOT,COMM,COLL,ZCOPY,TEST,TOPO or ALL; a leading ^ inverts), ZCCL_LOG_FILE a file
  * ("%h" host, "%p" pid expanded) instead of stderr. Errors are logged once,
  * where they are first seen; the CHECK macros add a "-> status" trace line at
  * debug level at every level they pass through.
@@ -40,12 +40,14 @@ typedef enum {
     ZC_SUB_COLL = 1u << 7,
     ZC_SUB_ZCOPY = 1u << 8,
     ZC_SUB_TEST = 1u << 9,
+    ZC_SUB_TOPO = 1u << 10,
     ZC_SUB_ALL = 0xffffffffu,
 } zc_log_subsys_t;
 
 /** Names of the levels and subsystems, as ZCCL_LOG_LEVEL / ZCCL_LOG_SUBSYS take them. */
 #define ZC_LOG_LEVEL_NAMES "none, error, warn, info, debug"
-#define ZC_LOG_SUBSYS_NAMES "INIT, VMM, MEM, STREAM, BROKER, BOOT, COMM, COLL, ZCOPY, TEST, ALL"
+#define ZC_LOG_SUBSYS_NAMES                                                                        \
+    "INIT, VMM, MEM, STREAM, BROKER, BOOT, COMM, COLL, ZCOPY, TEST, TOPO, ALL"
 
 /** Parse a level name (case-insensitive); 0, or -1 when s is not one. Pure: never logs. */
 int zc_log_parse_level(const char *s, zc_log_level_t *out);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/hccl_test_api.h"
+#include "topo/hccl_topo.h"
 #include "zc/log.h"
 
 #define ZH_PTR_OR_RETURN(ptr)                                                                      \
@@ -285,6 +286,25 @@ ZC_EXPORT uint64_t zccl_comm_net_dropped(HcclComm comm)
 {
     zh_comm_t *c = zh_comm_lookup(comm);
     return c != NULL && c->hier != NULL ? zh_hier_net_dropped(c) : 0;
+}
+
+ZC_EXPORT int zccl_comm_level(HcclComm comm, int i, int *kind, int *group_of, int *index_of)
+{
+    zh_comm_t *c = zh_comm_lookup(comm);
+    if (c == NULL || c->levels == NULL || i < 0 || i >= c->levels->n) {
+        return 0;
+    }
+    const zh_level_t *lv = &c->levels->level[i];
+    *kind = lv->kind;
+    for (int r = 0; r < c->levels->nranks; r++) {
+        if (group_of != NULL) {
+            group_of[r] = lv->group_of[r];
+        }
+        if (index_of != NULL) {
+            index_of[r] = lv->index_of[r];
+        }
+    }
+    return lv->ngroups;
 }
 
 ZC_EXPORT int zccl_comm_hosts(HcclComm comm)

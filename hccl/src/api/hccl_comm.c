@@ -10,6 +10,7 @@
  */
 #include "boot/hccl_boot.h"
 #include "core/hccl_prof.h"
+#include "topo/hccl_topo.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -92,15 +93,37 @@ static int zh_comm_apply_config(zh_comm_t *c, const HcclCommConfig *cfg)
 
 void zh_comm_free(zh_comm_t *c)
 {
+    zh_levels_t *levels = c->levels; /* freed last: the tier across hosts points into them */
     if (c->hier != NULL) {
         zh_hier_destroy(c); /* the local comm holds the machinery; c has none */
         c->nranks = 0;      /* c never attached peers: only its own segment may be left */
         zh_ctrl_destroy(c); /* (set-up failed before moving it to the local comm) */
         pthread_mutex_destroy(&c->lock);
         free(c);
-        return;
+    } else {
+        zh_comm_release(c);
     }
-    zh_comm_release(c);
+    zh_levels_free(levels);
+}
+
+/* My bootstrap entry: pid, device, host, control segment, and my place on
+ * the host (by my binding, else where my control segment lies, else my
+ * device's node). */
+static int zh_comm_mine(const zh_comm_t *c, zh_boot_entry_t *mine)
+{
+    zccl_place_t pl;
+    ZC_CHECK(zccl_topo_place(c->ctrl, sizeof(*c->ctrl), c->device, &pl));
+    *mine = (zh_boot_entry_t){
+        .pid = (int32_t)getpid(),
+        .device = c->device,
+        .host_id = zc_host_id(),
+        .ctrl_token = c->ctrl_token,
+        .numa = pl.numa,
+        .package = pl.package,
+        .l3 = pl.l3,
+        .place_rule = pl.rule,
+    };
+    return ZC_OK;
 }
 
 /* A comm on one host: at most ZH_MAX_RANKS ranks, peers attached. */
@@ -173,13 +196,18 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     int dev = zccl_current_device();
     c->device = dev >= 0 ? dev : 0;
     ZC_CHECK_GOTO(zh_ctrl_create(c), st, fail);
-    zh_boot_entry_t mine = {(int32_t)getpid(), c->device, zc_host_id(), c->ctrl_token};
+    zh_boot_entry_t mine;
+    ZC_CHECK_GOTO(zh_comm_mine(c, &mine), st, fail);
     ZC_CHECK_GOTO(zh_boot_join(info, nranks, rank, &mine, env->connect_timeout_s * 1000000000ull,
                                &boot, table),
                   st, fail);
     const void *addr = NULL;
     size_t addr_len = 0;
-    int local = zh_hier_setup(c, table, &addr, &addr_len);
+    int local = zh_levels_build(table, c->nranks, c->rank, &c->levels);
+    if (local == ZC_OK) {
+        zh_levels_log(c->levels, &table[c->rank]);
+        local = zh_hier_setup(c, table, &addr, &addr_len);
+    }
     if (local == ZC_OK && c->hier == NULL) {
         local = zh_comm_one_host(c, table);
     }

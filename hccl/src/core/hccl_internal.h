@@ -325,6 +325,8 @@ typedef struct zh_comm {
     /* A local comm of one that spans hosts: the rank each peer's control
      * segment names (its global rank), by local rank; NULL otherwise. */
     const int *ctrl_ranks;
+    /* The levels (topo/hccl_topo.h), built at init from the bootstrap table. */
+    struct zh_levels *levels;
 } zh_comm_t;
 
 /* hccl_handle.c, the bottom layer: status mapping (the only place zc_status_t
@@ -364,6 +366,12 @@ typedef struct {
     int32_t device;
     uint64_t host_id;
     uint64_t ctrl_token;
+    /* Its place on its host (zccl_topo_place): hwloc logical indices of its
+     * NUMA node, package and L3 group (-1 unknown), and the rule used. */
+    int32_t numa;
+    int32_t package;
+    int32_t l3;
+    int32_t place_rule;
 } zh_boot_entry_t;
 
 /* hccl_boot_root.c: HcclGetRootInfo (the root listener) */

@@ -37,6 +37,14 @@ __attribute__((visibility("default"))) int zccl_comm_ccl_allocated(HcclComm comm
 /** Bytes this rank sent to ranks on other hosts (UCX), 0 on one host. */
 __attribute__((visibility("default"))) uint64_t zccl_comm_net_bytes(HcclComm comm);
 
+/** Level i of the communicator's levels (topo/hccl_topo.h), the host first:
+ *  its kind (0 host, 1 package, 2 NUMA node, 3 L3 group) in *kind and each
+ *  rank's group and index in its group in group_of / index_of (nranks ints
+ *  each, either may be NULL). Returns the level's groups, 0 when there is
+ *  no level i or the handle is bad. */
+__attribute__((visibility("default"))) int zccl_comm_level(HcclComm comm, int i, int *kind,
+                                                           int *group_of, int *index_of);
+
 /** Hosts the communicator spans (1 on one host), 0 for a bad handle. */
 __attribute__((visibility("default"))) int zccl_comm_hosts(HcclComm comm);
 

@@ -3,8 +3,8 @@
  * the UCX transport's life, and the stream tasks ops run as (design in
  * hccl_hier.h; the algorithms are hccl_hier_coll.c).
  *
- * Set-up (zh_comm_init, after the bootstrap table): the host level is built
- * from the table's host ids; on one host nothing here happens. Otherwise the
+ * Set-up (zh_comm_init, after the bootstrap table and the comm's levels):
+ * on one host (one group at the host level) nothing here happens. Otherwise the
  * control segment made before bootstrap moves to a new local comm (rank =
  * my index on my host, nranks = my host's ranks), which attaches its peers
  * exactly as a one-host comm does; then the UCX worker is made and its
@@ -24,58 +24,10 @@
 #include "zc/sync.h"
 #include "zccl/vmm_ext.h"
 
-/* Build the host level from the table; 0 groups on allocation failure. */
-static int zh_level_build(zh_level_t *lv, const zh_boot_entry_t *table, int n, int me)
-{
-    lv->group_of = calloc((size_t)n, sizeof(int));
-    lv->index_of = calloc((size_t)n, sizeof(int));
-    lv->first = calloc((size_t)n + 1, sizeof(int));
-    lv->members = calloc((size_t)n, sizeof(int));
-    int *count = calloc((size_t)n, sizeof(int));
-    uint64_t *ids = calloc((size_t)n, sizeof(uint64_t));
-    if (lv->group_of == NULL || lv->index_of == NULL || lv->first == NULL || lv->members == NULL ||
-        count == NULL || ids == NULL) {
-        free(count);
-        free(ids);
-        return ZC_ERR_NOMEM;
-    }
-    int ng = 0;
-    for (int r = 0; r < n; r++) {
-        int g = 0;
-        while (g < ng && ids[g] != table[r].host_id) {
-            g++;
-        }
-        if (g == ng) {
-            ids[ng++] = table[r].host_id;
-        }
-        lv->group_of[r] = g;
-        lv->index_of[r] = count[g]++;
-    }
-    for (int g = 0; g < ng; g++) {
-        lv->first[g + 1] = lv->first[g] + count[g];
-    }
-    for (int r = 0; r < n; r++) {
-        lv->members[lv->first[lv->group_of[r]] + lv->index_of[r]] = r;
-    }
-    lv->ngroups = ng;
-    lv->group = lv->group_of[me];
-    free(count);
-    free(ids);
-    return ZC_OK;
-}
-
-static void zh_level_free(zh_level_t *lv)
-{
-    free(lv->group_of);
-    free(lv->index_of);
-    free(lv->first);
-    free(lv->members);
-}
-
 /* The local comm: c's settings, my host's ranks, c's control segment. */
 static int zh_hier_local_make(zh_comm_t *c, zh_hier_t *h, const zh_boot_entry_t *table)
 {
-    zh_level_t *lv = &h->level[ZH_LEVEL_HOST];
+    const zh_level_t *lv = &h->level[ZH_LEVEL_HOST];
     int nl = zh_host_size(h, lv->group);
     zh_comm_t *l = calloc(1, sizeof(*l));
     zh_boot_entry_t *lt = calloc((size_t)nl, sizeof(*lt));
@@ -113,7 +65,10 @@ static int zh_hier_local_make(zh_comm_t *c, zh_hier_t *h, const zh_boot_entry_t 
     for (int i = 0; i < nl; i++) {
         lt[i] = table[zh_host_member(h, lv->group, i)];
     }
-    int st = zh_ctrl_attach_peers(l, lt);
+    int st = zh_levels_build(lt, nl, l->rank, &l->levels);
+    if (st == ZC_OK) {
+        st = zh_ctrl_attach_peers(l, lt);
+    }
     free(lt);
     return st;
 }
@@ -122,21 +77,17 @@ int zh_hier_setup(zh_comm_t *c, const zh_boot_entry_t *table, const void **addr,
 {
     *addr = NULL;
     *len = 0;
+    if (c->levels->level[ZH_LEVEL_HOST].ngroups == 1) {
+        return ZC_OK; /* one host: the comm is an ordinary one */
+    }
     zh_hier_t *h = calloc(1, sizeof(*h));
     if (h == NULL) {
         return ZC_ERR_NOMEM;
     }
-    h->nlevels = 1;
+    h->level = c->levels->level;
     pthread_mutex_init(&h->run, NULL);
-    int st = zh_level_build(&h->level[ZH_LEVEL_HOST], table, c->nranks, c->rank);
-    if (st != ZC_OK || h->level[ZH_LEVEL_HOST].ngroups == 1) {
-        zh_level_free(&h->level[ZH_LEVEL_HOST]);
-        pthread_mutex_destroy(&h->run);
-        free(h);
-        return st; /* one host: the comm is an ordinary one */
-    }
     c->hier = h;
-    zh_level_t *lv = &h->level[ZH_LEVEL_HOST];
+    const zh_level_t *lv = &h->level[ZH_LEVEL_HOST];
     for (int g = 0; g < lv->ngroups; g++) {
         if (zh_host_size(h, g) > ZH_MAX_RANKS) {
             ZC_WARN(ZC_SUB_INIT, "rank %d: host %d holds %d ranks of the communicator (at most %d)",
@@ -183,12 +134,11 @@ void zh_hier_destroy(zh_comm_t *c)
     int broken = atomic_load_explicit(&c->async_error, memory_order_acquire) != HCCL_SUCCESS;
     zh_net_destroy(h->net, broken);
     if (h->local != NULL) {
+        zh_levels_t *levels = h->local->levels;
         zh_comm_release(h->local);
+        zh_levels_free(levels);
     }
     c->host_comm = NULL;
-    for (int i = 0; i < h->nlevels; i++) {
-        zh_level_free(&h->level[i]);
-    }
     free(h->remote);
     free(h->send_seq);
     free(h->recv_seq);

@@ -1,15 +1,15 @@
 /*
  * The tier across hosts: a communicator whose ranks lie on several hosts.
  *
- * Levels. A communicator describes its topology as a list of levels, the
- * outermost first; each level splits the ranks into groups (ranks of one
- * group share everything the level below offers). Today the list is
- * {host}: a group is the ranks of one host (same zc_host_id: boot id and
- * network namespace), which share memory and run the zero-copy machinery
- * among themselves through the local comm. A NUMA level (from hwloc) would
- * be appended as a second entry without changing the algorithms' shape,
- * which only ask a level for "my group", "group g's members" and "my index
- * in my group".
+ * Levels. The comm's levels (topo/hccl_topo.h, built at init from the
+ * bootstrap table and the places hwloc gives each rank) are the list this
+ * tier walks, the outermost first: level 0, the host, splits the ranks by
+ * zc_host_id (boot id and network namespace); a group is the ranks of one
+ * host, which share memory and run the zero-copy machinery among
+ * themselves through the local comm. The levels below it (package, NUMA
+ * node, L3 group, where they split a host) follow in the same list; the
+ * algorithms here only ask a level for "my group", "group g's members" and
+ * "my index in my group", and use the host level only.
  *
  * Groups are numbered by their lowest global rank and members keep global
  * rank order, so every rank derives the same numbering from the bootstrap
@@ -37,23 +37,11 @@
 
 #include "core/hccl_internal.h"
 #include "hier/hccl_net.h"
-
-typedef struct {
-    int ngroups;
-    int group;     /* mine */
-    int *group_of; /* by global rank */
-    int *index_of; /* index in its group, by global rank */
-    int *first;    /* group g's members: members[first[g] .. first[g + 1]) */
-    int *members;  /* global ranks, by group then rank */
-} zh_level_t;
-
-#define ZH_LEVEL_HOST 0
-#define ZH_MAX_LEVELS 2
+#include "topo/hccl_topo.h"
 
 typedef struct zh_hier {
-    zh_comm_t *local; /* my host's ranks, the zero-copy machinery (not registered) */
-    int nlevels;
-    zh_level_t level[ZH_MAX_LEVELS];
+    zh_comm_t *local;        /* my host's ranks, the zero-copy machinery (not registered) */
+    const zh_level_t *level; /* the comm's levels (c->levels), host first */
     zh_net_t *net;
     uint8_t *remote;    /* by global rank: on another host */
     uint32_t *send_seq; /* point-to-point messages issued, by global peer */

@@ -54,7 +54,7 @@ static int zh_agree_pair(int i, int na, int j, int nb)
 /* My counterparts on the other hosts, in rank order; returns how many. */
 static int zh_agree_peers(zh_hop_t *x, int *peers)
 {
-    zh_level_t *lv = &x->h->level[ZH_LEVEL_HOST];
+    const zh_level_t *lv = &x->h->level[ZH_LEVEL_HOST];
     int i = lv->index_of[x->c->rank];
     int na = zh_host_size(x->h, lv->group);
     int n = 0;

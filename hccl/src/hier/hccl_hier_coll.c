@@ -44,7 +44,7 @@ static void zh_slice(uint64_t count, int n, int l, uint64_t *lo, uint64_t *hi)
  * is reduced in place only once its own sends are done: they read it. */
 static int zh_allreduce_net(zh_hop_t *x, char *out, uint64_t count, uint64_t lo, uint64_t hi)
 {
-    zh_level_t *lv = ZH_LV(x);
+    const zh_level_t *lv = ZH_LV(x);
     int nh = lv->ngroups;
     size_t sz = x->sz;
     uint64_t len = hi - lo;
@@ -166,7 +166,7 @@ static int zh_allreduce(zh_hop_t *x, const void *send, void *out, uint64_t count
  * combine in host order: the order of AllReduce, the same on every rank. */
 static int zh_rs_combine(zh_hop_t *x, char *tmp, const void **src)
 {
-    zh_level_t *lv = ZH_LV(x);
+    const zh_level_t *lv = ZH_LV(x);
     const zh_op_t *op = x->op;
     size_t bytes = op->count * x->sz;
     const void **part = calloc((size_t)lv->ngroups, sizeof(void *));
@@ -203,7 +203,7 @@ static int zh_reducescatter(zh_hop_t *x)
 {
     zh_comm_t *c = x->c;
     zh_comm_t *l = x->h->local;
-    zh_level_t *lv = ZH_LV(x);
+    const zh_level_t *lv = ZH_LV(x);
     const zh_op_t *op = x->op;
     size_t bytes = op->count * x->sz;
     int n = c->nranks;
@@ -334,7 +334,7 @@ static int zh_rs_rounds(zh_hop_t *x, const int *list, int nlist, int *blk, uint6
 static int zh_rs_hosts(zh_hop_t *x)
 {
     zh_comm_t *l = x->h->local;
-    zh_level_t *lv = ZH_LV(x);
+    const zh_level_t *lv = ZH_LV(x);
     const zh_op_t *op = x->op;
     int n = x->c->nranks;
     int nh = lv->ngroups;
@@ -387,7 +387,7 @@ static int zh_delegate(zh_hop_t *x, int g, int root)
 
 static int zh_broadcast(zh_hop_t *x)
 {
-    zh_level_t *lv = ZH_LV(x);
+    const zh_level_t *lv = ZH_LV(x);
     int root = x->op->root;
     int me = x->c->rank;
     size_t bytes = x->op->count * x->sz;
@@ -414,7 +414,7 @@ static int zh_broadcast(zh_hop_t *x)
 
 static int zh_reduce(zh_hop_t *x)
 {
-    zh_level_t *lv = ZH_LV(x);
+    const zh_level_t *lv = ZH_LV(x);
     int root = x->op->root;
     int me = x->c->rank;
     int nh = lv->ngroups;
@@ -461,7 +461,7 @@ static int zh_reduce(zh_hop_t *x)
 
 static int zh_barrier_op(zh_hop_t *x)
 {
-    zh_level_t *lv = ZH_LV(x);
+    const zh_level_t *lv = ZH_LV(x);
     zh_op_t b = {.kind = ZH_OP_BARRIER, .dtype = HCCL_DATA_TYPE_INT8};
     int st = x->h->local->nranks > 1 ? zh_hier_local(x, &b) : ZC_OK;
     int me = x->c->rank;
@@ -516,7 +516,7 @@ int zh_hier_run(zh_hop_t *x)
 int zh_hier_p2p(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n, const uint32_t *seqs)
 {
     zh_hier_t *h = c->hier;
-    zh_level_t *lv = &h->level[ZH_LEVEL_HOST];
+    const zh_level_t *lv = &h->level[ZH_LEVEL_HOST];
     zh_hop_t x = {c, h, NULL, 0, 1, 0};
     HcclSendRecvItem *loc = malloc(sizeof(*loc) * n);
     zh_hier_reqs_t q = {0};

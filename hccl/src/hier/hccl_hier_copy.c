@@ -19,7 +19,7 @@
 static int zh_ag_net(zh_hop_t *x, zh_hier_reqs_t *q, int recv, const void *send, const uint64_t *rc,
                      const uint64_t *rd, const int *list, int nlist)
 {
-    zh_level_t *lv = ZH_LV(x);
+    const zh_level_t *lv = ZH_LV(x);
     int me = x->c->rank;
     int st = ZC_OK;
     for (int g = 0; !recv && g < lv->ngroups && st == ZC_OK; g++) {
@@ -167,7 +167,7 @@ static int zh_alltoallv(zh_hop_t *x, const void *rsend, int late, const uint64_t
                         const uint64_t *sd, const uint64_t *rc, const uint64_t *rd)
 {
     zh_comm_t *l = x->h->local;
-    zh_level_t *lv = ZH_LV(x);
+    const zh_level_t *lv = ZH_LV(x);
     size_t sz = x->sz;
     zh_hier_reqs_t q = {0};
     int st = zh_a2a_post(x, &q, 0, rsend, sc, sd);

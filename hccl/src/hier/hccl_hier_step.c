@@ -114,14 +114,14 @@ int zh_hier_reqs_finish(zh_hop_t *x, zh_hier_reqs_t *q, int st)
 
 int zh_hier_pos(zh_hop_t *x, int g, int s)
 {
-    zh_level_t *lv = ZH_LV(x);
+    const zh_level_t *lv = ZH_LV(x);
     int hs = lv->group_of[s];
     return lv->first[hs] - (g < hs ? zh_host_size(x->h, g) : 0) + lv->index_of[s];
 }
 
 int zh_hier_list(zh_hop_t *x, int *list)
 {
-    zh_level_t *lv = ZH_LV(x);
+    const zh_level_t *lv = ZH_LV(x);
     int n = 0;
     for (int h = 0; h < lv->ngroups; h++) {
         for (int j = 0; h != lv->group && j < zh_host_size(x->h, h); j++) {

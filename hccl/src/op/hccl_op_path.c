@@ -4,6 +4,7 @@
  * buffers), run the algorithm from collectives/, and exit. See hccl_op.h.
  */
 #include "op/hccl_op.h"
+#include "topo/hccl_topo.h"
 
 #include <string.h>
 
@@ -206,11 +207,13 @@ int zh_op_complete(zh_comm_t *c, const zh_task_t *t, int inline_only)
         return ZC_OK; /* everyone arrived */
     }
     if (zc && zh_op_inlinable(op)) {
+        zh_levels_log_algo(c->levels, op->kind, op->send_bytes, "inline");
         zh_op_inline(c, op, seq, op->send_bytes);
         return ZC_OK;
     }
     if (inline_only && !(zc && zh_op_caller_ok(c, op))) {
         return 1;
     }
+    zh_levels_log_algo(c->levels, op->kind, op->send_bytes, zc ? "zero-copy" : "buffered");
     return zh_op_algorithm(c, op, seq, p, zc);
 }

@@ -91,6 +91,46 @@ __attribute__((visibility("default"))) int zccl_current_device(void);
 /** NUMA node memory of device dev is placed on (-1 unknown). */
 __attribute__((visibility("default"))) int zccl_device_numa(int dev);
 
+/* ---- topology (vmm_topo.c, the one place hwloc is called) --------------- */
+
+/** How a rank's place was found (vmm_topo.c's header). */
+typedef enum {
+    ZCCL_PLACE_BOUND = 0, /**< its CPU binding lies in one NUMA node */
+    ZCCL_PLACE_MEMORY,    /**< not so: where its memory lies */
+    ZCCL_PLACE_DEVICE,    /**< nor that: its device's node (d mod #nodes) */
+    ZCCL_PLACE_NONE,      /**< no topology or no device: every index -1 */
+} zccl_place_rule_t;
+
+/** A rank's place on its host: hwloc logical indices, -1 unknown. */
+typedef struct {
+    int32_t numa;    /**< NUMA node */
+    int32_t package; /**< package (socket) */
+    int32_t l3;      /**< L3 cache: -1 when no one L3 holds the rank's CPUs */
+    int32_t rule;    /**< zccl_place_rule_t */
+} zccl_place_t;
+
+/** This thread's place: by its binding, else by where [mem, +len) lies, else
+ *  by device dev's node (vmm_topo.c). Logs the rule at INFO (TOPO). Returns
+ *  ZC_OK (an unknown place is all -1 with rule NONE) or ZC_ERR_NOMEM. */
+__attribute__((visibility("default"))) int zccl_topo_place(const void *mem, size_t len, int dev,
+                                                           zccl_place_t *out);
+
+/** The place of core `core` (hwloc logical index), as if bound to it:
+ *  ZC_OK, or ZC_ERR_INVAL (logged) when there is no such core. */
+__attribute__((visibility("default"))) int zccl_topo_core_place(int core, zccl_place_t *out);
+
+/** Cores of the topology (0 when it could not be loaded). */
+__attribute__((visibility("default"))) int zccl_topo_cores(void);
+
+/** A rule's name: "bound", "memory", "device", "none". */
+__attribute__((visibility("default"))) const char *zccl_topo_rule_name(int rule);
+
+/** Test hook: take `cpus`, a CPU list ("0-3,8", OS indices of the loaded
+ *  topology), as this process's binding from now on; NULL: the real binding
+ *  again. A synthetic or exported topology's CPUs are not this machine's, so
+ *  tests bind ranks this way. ZC_OK, ZC_ERR_INVAL (logged) or ZC_ERR_NOMEM. */
+__attribute__((visibility("default"))) int zccl_topo_set_binding(const char *cpus);
+
 /* ---- graph capture (aclmdlRI, vmm_mdl.c) -------------------------------- */
 
 /** zccl_stream_capturing as a call (it checks zccl_capture_count first). */

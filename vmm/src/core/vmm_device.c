@@ -3,15 +3,15 @@
  * device, device use counts, peer access, and NUMA placement.
  *
  * The table is built once per process (pthread_once) from the config and
- * hwloc: the count is ZCCL_DEVICES when non-zero, else max(VMM_MIN_DEVICES,
- * cores hwloc reports). Devices are logical, so the default never has fewer
+ * the topology (vmm_topo.c): the count is ZCCL_DEVICES when non-zero, else
+ * max(VMM_MIN_DEVICES, cores hwloc reports). Devices are logical, so the default never has fewer
  * than the 8 of the server CANN's samples are written for (`mpirun -np 8`
  * with one device per rank, or 8 threads of one process, each calling
  * aclrtSetDevice(rank)) and those run unchanged on a 2-core host; a larger
  * host gets one device per core. Device d belongs to NUMA node (d mod #NUMA);
  * its physical memory prefers that node (mbind, best effort) and its stream
- * workers run on that node's cpuset (best effort). The hwloc topology is only
- * needed while the table is built and is destroyed right after.
+ * workers run on that node's cpuset (best effort; only when the topology is
+ * this machine's, not HWLOC_SYNTHETIC's or HWLOC_XMLFILE's).
  *
  * The current device is thread-local, as in ACL. aclrtSetDevice counts uses
  * of a device process-wide; aclrtResetDevice drops one and, at the last,
@@ -21,13 +21,13 @@
  */
 #define _GNU_SOURCE
 #include "core/vmm_internal.h"
+#include "core/vmm_topo.h"
 
 #include "zc/config.h"
 #include "zc/export.h"
 #include "zc/log.h"
 
 #include <errno.h>
-#include <hwloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -63,21 +63,8 @@ static size_t vmm_npeers, vmm_peers_cap;
 static void vmm_device_table_build(void)
 {
     const zc_config_t *cfg = zc_config();
-    hwloc_topology_t topo;
-    int cores = 0;
-    int topo_ok = hwloc_topology_init(&topo) == 0;
-    if (topo_ok && hwloc_topology_load(topo) != 0) {
-        hwloc_topology_destroy(topo);
-        topo_ok = 0;
-    }
-    if (topo_ok) {
-        cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-        int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
-        vmm_nnuma = n > 0 ? ZC_MIN(n, VMM_MAX_NUMA) : 0;
-    } else {
-        ZC_WARN(ZC_SUB_INIT, "hwloc topology load failed: using sysconf for the core count, "
-                             "no NUMA placement");
-    }
+    int cores = vmm_topo_cores();
+    vmm_nnuma = ZC_MIN(vmm_topo_numa_count(), VMM_MAX_NUMA);
     if (cores <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         cores = n > 0 ? (int)n : 1;
@@ -90,24 +77,7 @@ static void vmm_device_table_build(void)
         vmm_nnuma = 0;
     }
     for (int i = 0; i < vmm_nnuma; i++) {
-        hwloc_obj_t obj = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)i);
-        vmm_numa_t *nm = &vmm_numas[i];
-        nm->os_index = obj != NULL ? (int)obj->os_index : -1;
-        CPU_ZERO(&nm->cpus);
-        if (obj != NULL && obj->cpuset != NULL) {
-            int cpu;
-            hwloc_bitmap_foreach_begin(cpu, obj->cpuset)
-            {
-                if (cpu >= 0 && cpu < CPU_SETSIZE) {
-                    CPU_SET(cpu, &nm->cpus);
-                    nm->have_cpuset = 1;
-                }
-            }
-            hwloc_bitmap_foreach_end();
-        }
-    }
-    if (topo_ok) {
-        hwloc_topology_destroy(topo);
+        vmm_numas[i].have_cpuset = vmm_topo_numa(i, &vmm_numas[i].os_index, &vmm_numas[i].cpus);
     }
     vmm_uses = calloc((size_t)vmm_ndev, sizeof(*vmm_uses));
     if (vmm_uses == NULL) {
@@ -136,7 +106,8 @@ static const vmm_numa_t *vmm_device_node(int dev)
     if (!vmm_device_valid(dev) || vmm_nnuma == 0) {
         return NULL;
     }
-    return &vmm_numas[dev % vmm_nnuma];
+    int i = vmm_topo_device_node(dev);
+    return i >= 0 && i < vmm_nnuma ? &vmm_numas[i] : NULL;
 }
 
 int vmm_device_numa(int dev)
