@@ -27,7 +27,7 @@
 #include "core/hccl_test_api.h"
 #include "zt_check.h"
 
-int zt_child_pids[64];
+int zt_child_pids[ZT_MAX_PROCS];
 int (*zt_launch_child_hook)(int rank);
 
 typedef struct {
@@ -55,7 +55,7 @@ static int zt_root_get(zt_shared_root_t *sh, int rank)
 
 int zt_launch_procs(int nranks, zt_rank_fn fn, void *arg, int timeout_s)
 {
-    if (nranks <= 0 || nranks > 64) {
+    if (nranks <= 0 || nranks > ZT_MAX_PROCS) {
         return -1;
     }
     zt_shared_root_t *sh =
@@ -67,7 +67,7 @@ int zt_launch_procs(int nranks, zt_rank_fn fn, void *arg, int timeout_s)
     fflush(stdout);
     fflush(stderr);
     /* done[r]: rank r was reaped, so its pid may be reused and must not be killed. */
-    int done[64] = {0};
+    int done[ZT_MAX_PROCS] = {0};
     int started = 0;
     for (int r = 0; r < nranks; r++) {
         pid_t pid = fork();

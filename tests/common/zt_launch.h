@@ -47,8 +47,11 @@ int zt_fork_reap(int pid, int timeout_s);
 /** Same with nranks threads of this process (no timeout: ctest's applies). */
 int zt_launch_threads(int nranks, zt_rank_fn fn, void *arg);
 
+/** Most ranks zt_launch_procs forks (threads: 64). */
+#define ZT_MAX_PROCS 512
+
 /** Child pids of the running zt_launch_procs (for fault tests), by rank. */
-extern int zt_child_pids[64];
+extern int zt_child_pids[ZT_MAX_PROCS];
 
 /**
  * When set, each child of zt_launch_procs calls it with its rank first,

@@ -89,6 +89,9 @@ typedef enum {
       "Zero-copy collectives whose buffers are at most this many bytes run on the caller's "       \
       "thread when their stream is idle (0 = auto: 65536, or any size when this host has no "      \
       "more cores than the communicator has ranks)")                                               \
+    X(ZCCL_MAX_LOCAL_RANKS, ZC_CFG_UINT, max_local_ranks, "1024", 1, 1024,                         \
+      "Most ranks of one communicator on one host; init with more fails with HCCL_E_PARA "         \
+      "(memory per rank grows with them: docs/ARCHITECTURE.md, control segment)")                  \
     X(ZCCL_ONESHOT_MAX, ZC_CFG_UINT, oneshot_max, "16384", 0, 1073741824,                          \
       "AllReduce messages up to this many bytes use the one-shot algorithm")                       \
     X(ZCCL_NT_MIN, ZC_CFG_UINT, nt_min, "0", 0, 4294967295u,                                       \

@@ -22,14 +22,15 @@ typedef struct {
     int rank;
     char name[ZH_NAME_MAX];
     zh_op_t op;
-    uint32_t nitems;                       /* p2p: items follow; collective: 0 */
-    uint64_t v[ZH_V_ARRAYS][ZH_MAX_RANKS]; /* copies of op.v */
+    uint32_t nitems; /* p2p: items follow; collective: 0 */
+    uint64_t *v;     /* collective: copies of op.v (ZH_V_* x nranks), after the struct */
     HcclSendRecvItem items[];
 } zh_capture_t;
 
-static zh_capture_t *zh_capture_new(zh_comm_t *c, uint32_t nitems)
+static zh_capture_t *zh_capture_new(zh_comm_t *c, uint32_t nitems, size_t nwords)
 {
-    zh_capture_t *t = calloc(1, sizeof(*t) + (size_t)nitems * sizeof(HcclSendRecvItem));
+    size_t items = (size_t)nitems * sizeof(HcclSendRecvItem);
+    zh_capture_t *t = calloc(1, sizeof(*t) + items + nwords * sizeof(uint64_t));
     if (t == NULL) {
         ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory capturing an op", c->rank);
         return NULL;
@@ -38,6 +39,7 @@ static zh_capture_t *zh_capture_new(zh_comm_t *c, uint32_t nitems)
     t->rank = c->rank;
     memcpy(t->name, c->name, sizeof(t->name));
     t->nitems = nitems;
+    t->v = (uint64_t *)(void *)((char *)(t + 1) + items);
     return t;
 }
 
@@ -95,15 +97,16 @@ static HcclResult zh_capture_keep(zh_comm_t *c, zh_capture_t *t, aclrtStream str
 
 static HcclResult zh_capture_op(zh_comm_t *c, const zh_op_t *op, aclrtStream stream)
 {
-    zh_capture_t *t = zh_capture_new(c, 0);
+    size_t n = (size_t)c->nranks;
+    zh_capture_t *t = zh_capture_new(c, 0, ZH_V_ARRAYS * n);
     if (t == NULL) {
         return HCCL_E_MEMORY;
     }
     t->op = *op;
     for (int i = 0; i < ZH_V_ARRAYS; i++) {
         if (op->v[i] != NULL) {
-            memcpy(t->v[i], op->v[i], sizeof(uint64_t) * (size_t)c->nranks);
-            t->op.v[i] = t->v[i];
+            memcpy(t->v + (size_t)i * n, op->v[i], sizeof(uint64_t) * n);
+            t->op.v[i] = t->v + (size_t)i * n;
         }
     }
     return zh_capture_keep(c, t, stream);
@@ -112,7 +115,7 @@ static HcclResult zh_capture_op(zh_comm_t *c, const zh_op_t *op, aclrtStream str
 static HcclResult zh_capture_p2p(zh_comm_t *c, const HcclSendRecvItem *items, uint32_t n,
                                  aclrtStream stream)
 {
-    zh_capture_t *t = zh_capture_new(c, n);
+    zh_capture_t *t = zh_capture_new(c, n, 0);
     if (t == NULL) {
         return HCCL_E_MEMORY;
     }

@@ -126,14 +126,12 @@ static int zh_comm_mine(const zh_comm_t *c, zh_boot_entry_t *mine)
     return ZC_OK;
 }
 
-/* A comm on one host: at most ZH_MAX_RANKS ranks, peers attached. */
+/* A comm on one host: at most ZCCL_MAX_LOCAL_RANKS ranks, its tables made,
+ * peers attached. */
 static int zh_comm_one_host(zh_comm_t *c, const zh_boot_entry_t *table)
 {
-    if (c->nranks > ZH_MAX_RANKS) {
-        ZC_WARN(ZC_SUB_INIT, "rank %d: %d ranks on one host (at most %d per host)", c->rank,
-                c->nranks, ZH_MAX_RANKS);
-        return ZC_ERR_OVERLIMIT;
-    }
+    ZC_CHECK(zh_ctrl_check_local(c, c->nranks));
+    ZC_CHECK(zh_comm_tables(c));
     return zh_ctrl_attach_peers(c, table);
 }
 
@@ -152,9 +150,6 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     c->ctrl_fd = -1;
     c->ccl_fd = -1;
     c->p2p_fd = -1;
-    for (int r = 0; r < ZH_MAX_RANKS; r++) {
-        c->peers[r].pidfd = -1; /* calloc's 0 is a real fd: zh_ctrl_destroy closes pidfd >= 0 */
-    }
     c->buffsize = env->buffsize_mb << 20;
     c->exec_timeout_ns = env->exec_timeout_s * 1000000000ull;
     c->spin_iters = (uint32_t)env->spin_iters;
@@ -195,6 +190,7 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
                                                        : ZH_CALLER_MAX;
     int dev = zccl_current_device();
     c->device = dev >= 0 ? dev : 0;
+    zh_fd_raise_once(); /* a descriptor per peer (pidfd), a thousand ranks on one host */
     ZC_CHECK_GOTO(zh_ctrl_create(c), st, fail);
     zh_boot_entry_t mine;
     ZC_CHECK_GOTO(zh_comm_mine(c, &mine), st, fail);

@@ -49,8 +49,9 @@ ZC_EXPORT HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *
                 (void *)comms);
         return HCCL_E_PTR;
     }
-    if (ndev == 0 || ndev > ZH_MAX_RANKS) {
-        ZC_WARN(ZC_SUB_INIT, "HcclCommInitAll: ndev %u out of range 1..%d", ndev, ZH_MAX_RANKS);
+    if (ndev == 0 || ndev > ZH_MAX_COMM_RANKS) {
+        ZC_WARN(ZC_SUB_INIT, "HcclCommInitAll: ndev %u out of range 1..%d", ndev,
+                ZH_MAX_COMM_RANKS);
         return HCCL_E_PARA;
     }
     uint32_t count = 0;
@@ -63,13 +64,21 @@ ZC_EXPORT HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *
             }
         }
     }
+    zh_initall_t *a = calloc(ndev, sizeof(*a));
+    pthread_t *th = calloc(ndev, sizeof(*th));
+    if (a == NULL || th == NULL) {
+        ZC_WARN(ZC_SUB_INIT, "HcclCommInitAll: out of memory for %u init threads", ndev);
+        free(a);
+        free(th);
+        return HCCL_E_MEMORY;
+    }
     HcclRootInfo info;
     HcclResult r = zh_result(zh_boot_root_create(&info));
     if (r != HCCL_SUCCESS) {
+        free(a);
+        free(th);
         return r;
     }
-    zh_initall_t a[ZH_MAX_RANKS];
-    pthread_t th[ZH_MAX_RANKS];
     for (uint32_t i = 0; i < ndev; i++) {
         a[i] = (zh_initall_t){ndev, i, devices[i], &info, NULL, HCCL_E_INTERNAL};
         if (pthread_create(&th[i], NULL, zh_initall_main, &a[i]) != 0) {
@@ -92,6 +101,8 @@ ZC_EXPORT HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *
         }
         comms[i] = r == HCCL_SUCCESS ? a[i].comm : NULL;
     }
+    free(a);
+    free(th);
     return r;
 }
 

@@ -243,6 +243,10 @@ int zh_io_full(int fd, void *buf, size_t n, int writing);
  *  descriptor limit to the hard one. */
 int zh_pend_cap(int held);
 
+/** Raise the soft descriptor limit to the hard one, once per process (comm
+ *  init: a rank holds a descriptor per peer process). */
+void zh_fd_raise_once(void);
+
 /** Between attempts to reach a server: sleep a random time in [*ms / 2, *ms]
  *  (never past deadline, in zc_time_ns), then double *ms up to
  *  ZH_BACKOFF_MAX_MS. Start *ms at ZH_BACKOFF_MIN_MS. */

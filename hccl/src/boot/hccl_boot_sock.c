@@ -235,9 +235,14 @@ static void zh_fd_raise(void)
     }
 }
 
-int zh_pend_cap(int held)
+void zh_fd_raise_once(void)
 {
     pthread_once(&zh_fd_once, zh_fd_raise);
+}
+
+int zh_pend_cap(int held)
+{
+    zh_fd_raise_once();
     long cap = zh_fd_soft - zh_fd_base - ZH_FD_HEADROOM - held;
     return (int)ZC_MAX(ZC_MIN(cap, (long)ZH_MAX_PENDING), (long)ZH_PEND_MIN);
 }

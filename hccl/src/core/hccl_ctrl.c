@@ -21,11 +21,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "zc/config.h"
 #include "zc/log.h"
 #include "zc/sync.h"
 #include "zccl/vmm_ext.h"
@@ -42,18 +44,19 @@
 typedef struct {
     uint64_t token;
     zh_ctrl_t *ctrl;
+    size_t bytes;
     int refs;
 } zh_ctrl_map_t;
 static pthread_mutex_t zh_ctrl_maps_lock = PTHREAD_MUTEX_INITIALIZER;
 static zh_ctrl_map_t zh_ctrl_maps[ZH_CTRL_MAPS];
 
-static int zh_ctrl_map_add(uint64_t token, zh_ctrl_t *ctrl)
+static int zh_ctrl_map_add(uint64_t token, zh_ctrl_t *ctrl, size_t bytes)
 {
     int ok = 0;
     pthread_mutex_lock(&zh_ctrl_maps_lock);
     for (int i = 0; i < ZH_CTRL_MAPS && !ok; i++) {
         if (zh_ctrl_maps[i].refs == 0) {
-            zh_ctrl_maps[i] = (zh_ctrl_map_t){token, ctrl, 1};
+            zh_ctrl_maps[i] = (zh_ctrl_map_t){token, ctrl, bytes, 1};
             ok = 1;
         }
     }
@@ -77,17 +80,17 @@ static zh_ctrl_t *zh_ctrl_map_ref(uint64_t token)
 
 static void zh_ctrl_map_unref(zh_ctrl_t *ctrl)
 {
-    int last = 0;
+    size_t last = 0;
     pthread_mutex_lock(&zh_ctrl_maps_lock);
     for (int i = 0; i < ZH_CTRL_MAPS; i++) {
         if (zh_ctrl_maps[i].refs > 0 && zh_ctrl_maps[i].ctrl == ctrl) {
-            last = --zh_ctrl_maps[i].refs == 0;
+            last = --zh_ctrl_maps[i].refs == 0 ? zh_ctrl_maps[i].bytes : 0;
             break;
         }
     }
     pthread_mutex_unlock(&zh_ctrl_maps_lock);
-    if (last) {
-        munmap(ctrl, ZC_ALIGN_UP(sizeof(zh_ctrl_t), 4096));
+    if (last != 0) {
+        munmap(ctrl, last);
     }
 }
 
@@ -102,9 +105,80 @@ static int zh_pidfd_open(pid_t pid)
 #endif
 }
 
+zh_ctrl_layout_t zh_ctrl_layout(uint32_t nranks)
+{
+    zh_ctrl_layout_t l = {.slots = nranks};
+    l.v_off = ZC_ALIGN_UP(sizeof(zh_ctrl_t), ZC_CACHELINE);
+    l.p2p_off =
+        ZC_ALIGN_UP(l.v_off + 2u * ZH_V_ARRAYS * (size_t)nranks * sizeof(uint64_t), ZC_CACHELINE);
+    l.bytes = ZC_ALIGN_UP(l.p2p_off + (size_t)nranks * sizeof(zh_p2p_t), 4096);
+    return l;
+}
+
+int zh_ctrl_check_local(const zh_comm_t *c, int n)
+{
+    uint64_t max = zc_config()->max_local_ranks;
+    if ((uint64_t)n > max) {
+        ZC_WARN(ZC_SUB_INIT,
+                "rank %d: %d ranks of the communicator on one host (at most %llu: "
+                "ZCCL_MAX_LOCAL_RANKS)",
+                c->rank, n, (unsigned long long)max);
+        return ZC_ERR_INVAL;
+    }
+    return ZC_OK;
+}
+
+int zh_comm_tables(zh_comm_t *c)
+{
+    size_t n = (size_t)c->nranks;
+    zh_op_scratch_t *s = &c->scratch;
+    c->peers = calloc(n, sizeof(*c->peers));
+    c->verdicts = calloc(n, sizeof(*c->verdicts));
+    c->peer_pids = calloc(2 * n, sizeof(*c->peer_pids));
+    /* the scratch's pointer arrays in one block: 5 + ZH_V_ARRAYS of them */
+    void **block = calloc((5 + ZH_V_ARRAYS) * n, sizeof(void *));
+    s->each = calloc(n, sizeof(*s->each));
+    if (c->peers == NULL || c->verdicts == NULL || c->peer_pids == NULL || block == NULL ||
+        s->each == NULL) {
+        free(block);
+        zh_comm_tables_free(c);
+        ZC_WARN(ZC_SUB_INIT, "rank %d: out of memory for the tables of %d ranks", c->rank,
+                c->nranks);
+        return ZC_ERR_NOMEM;
+    }
+    c->xproc_pids = c->peer_pids + n;
+    for (size_t r = 0; r < n; r++) {
+        c->peers[r].pidfd = -1; /* calloc's 0 is a real fd: zh_ctrl_destroy closes pidfd >= 0 */
+    }
+    s->post = (const zh_post_t **)(void *)block;
+    s->desc = (const zh_desc_t **)(void *)(block + n);
+    s->in = (const void **)(void *)(block + 2 * n);
+    s->out = block + 3 * n;
+    s->ccl = block + 4 * n;
+    for (int i = 0; i < ZH_V_ARRAYS; i++) {
+        s->v[i] = (const uint64_t **)(void *)(block + (5 + (size_t)i) * n);
+    }
+    return ZC_OK;
+}
+
+void zh_comm_tables_free(zh_comm_t *c)
+{
+    free(c->peers);
+    free(c->verdicts);
+    free(c->peer_pids);
+    free((void *)c->scratch.post);
+    free(c->scratch.each);
+    c->peers = NULL;
+    c->verdicts = NULL;
+    c->peer_pids = NULL;
+    c->xproc_pids = NULL;
+    memset(&c->scratch, 0, sizeof(c->scratch));
+}
+
 int zh_ctrl_create(zh_comm_t *c)
 {
-    size_t sz = ZC_ALIGN_UP(sizeof(zh_ctrl_t), 4096);
+    c->lay = zh_ctrl_layout((uint32_t)c->nranks);
+    size_t sz = c->lay.bytes;
     int fd = memfd_create("zccl-ctrl", MFD_CLOEXEC);
     if (fd < 0) {
         ZC_WARN(ZC_SUB_COMM, "rank %d: memfd_create for the control segment failed: %s", c->rank,
@@ -127,6 +201,7 @@ int zh_ctrl_create(zh_comm_t *c)
     zh_ctrl_t *ctrl = p;
     ctrl->version = ZH_CTRL_VERSION;
     ctrl->rank = (uint32_t)c->rank;
+    ctrl->nranks = c->lay.slots;
     /* Peers allowed are unknown before bootstrap; the token is 42 random bits
      * and the broker still checks the uid, so pid validation is off. */
     int st = zccl_broker_offer(fd, sz, 0, &c->ctrl_token);
@@ -135,7 +210,7 @@ int zh_ctrl_create(zh_comm_t *c)
         close(fd);
         return st;
     }
-    st = zh_ctrl_map_add(c->ctrl_token, ctrl);
+    st = zh_ctrl_map_add(c->ctrl_token, ctrl, sz);
     if (st != ZC_OK) {
         (void)zccl_broker_withdraw(c->ctrl_token);
         c->ctrl_token = 0;
@@ -148,9 +223,50 @@ int zh_ctrl_create(zh_comm_t *c)
     return ZC_OK;
 }
 
+/* Map rank r's segment (another process's) and check it is one of this
+ * comm: exactly the layout's size (a segment of another rank count or a
+ * hostile one is refused before anything in it is read), version and rank. */
+static int zh_ctrl_map_peer(zh_comm_t *c, int r)
+{
+    zh_peer_t *p = &c->peers[r];
+    size_t sz = c->lay.bytes;
+    int fd = -1;
+    size_t got = 0;
+    int st = zccl_broker_fetch(p->ctrl_token, &fd, &got);
+    if (st != ZC_OK) {
+        ZC_WARN(ZC_SUB_COMM, "rank %d: cannot fetch the control segment of rank %d (pid %d)",
+                c->rank, r, (int)p->pid);
+        return st;
+    }
+    if (got != sz) {
+        close(fd);
+        ZC_WARN(ZC_SUB_COMM,
+                "rank %d: control segment of rank %d is %zu bytes, not the %zu of %u ranks: "
+                "refused",
+                c->rank, r, got, sz, c->lay.slots);
+        return ZC_ERR_INTERNAL;
+    }
+    void *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        ZC_WARN(ZC_SUB_COMM, "rank %d: cannot map the control segment of rank %d (size %zu): %s",
+                c->rank, r, got, strerror(errno));
+        return ZC_ERR_NOMEM;
+    }
+    p->ctrl = m;
+    uint32_t want = (uint32_t)(c->ctrl_ranks != NULL ? c->ctrl_ranks[r] : r);
+    if (p->ctrl->version != ZH_CTRL_VERSION || p->ctrl->rank != want ||
+        p->ctrl->nranks != c->lay.slots) {
+        ZC_WARN(ZC_SUB_COMM, "rank %d: control segment of rank %d has version %u rank %u of %u",
+                c->rank, r, p->ctrl->version, p->ctrl->rank, p->ctrl->nranks);
+        return ZC_ERR_INTERNAL;
+    }
+    p->pidfd = zh_pidfd_open(p->pid);
+    return ZC_OK;
+}
+
 int zh_ctrl_attach_peers(zh_comm_t *c, const zh_boot_entry_t *table)
 {
-    size_t sz = ZC_ALIGN_UP(sizeof(zh_ctrl_t), 4096);
     for (int r = 0; r < c->nranks; r++) {
         zh_peer_t *p = &c->peers[r];
         p->pid = table[r].pid;
@@ -161,40 +277,17 @@ int zh_ctrl_attach_peers(zh_comm_t *c, const zh_boot_entry_t *table)
             p->ctrl = c->ctrl;
             continue;
         }
-        if (p->same_proc) {
-            p->ctrl = zh_ctrl_map_ref(p->ctrl_token);
-            if (p->ctrl == NULL) {
-                ZC_WARN(ZC_SUB_COMM, "rank %d: no control segment of rank %d in this process",
-                        c->rank, r);
-                return ZC_ERR_INTERNAL;
-            }
+        c->peer_pids[c->npeer_pids++] = p->pid;
+        if (!p->same_proc) {
+            c->xproc_pids[c->nxproc_pids++] = p->pid;
+            ZC_CHECK(zh_ctrl_map_peer(c, r));
             continue;
         }
-        int fd = -1;
-        size_t got = 0;
-        int st = zccl_broker_fetch(p->ctrl_token, &fd, &got);
-        if (st != ZC_OK) {
-            ZC_WARN(ZC_SUB_COMM, "rank %d: cannot fetch the control segment of rank %d (pid %d)",
-                    c->rank, r, (int)p->pid);
-            return st;
-        }
-        void *m =
-            got >= sz ? mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
-        close(fd);
-        if (m == MAP_FAILED) {
-            ZC_WARN(ZC_SUB_COMM, "rank %d: cannot map the control segment of rank %d (size %zu)",
-                    c->rank, r, got);
-            return ZC_ERR_NOMEM;
-        }
-        p->ctrl = m;
-        if (p->ctrl->version != ZH_CTRL_VERSION ||
-            p->ctrl->rank != (uint32_t)(c->ctrl_ranks != NULL ? c->ctrl_ranks[r] : r)) {
-            ZC_WARN(ZC_SUB_COMM, "rank %d: control segment of rank %d has version %u rank %u",
-                    c->rank, r, p->ctrl->version, p->ctrl->rank);
+        p->ctrl = zh_ctrl_map_ref(p->ctrl_token);
+        if (p->ctrl == NULL) {
+            ZC_WARN(ZC_SUB_COMM, "rank %d: no control segment of rank %d in this process", c->rank,
+                    r);
             return ZC_ERR_INTERNAL;
-        }
-        if (!p->same_proc) {
-            p->pidfd = zh_pidfd_open(p->pid);
         }
     }
     for (int r = 0; r < c->nranks; r++) {
@@ -208,7 +301,7 @@ int zh_ctrl_attach_peers(zh_comm_t *c, const zh_boot_entry_t *table)
 
 void zh_ctrl_destroy(zh_comm_t *c)
 {
-    size_t sz = ZC_ALIGN_UP(sizeof(zh_ctrl_t), 4096);
+    size_t sz = c->lay.bytes;
     c->reuse.verdict_out = NULL;
     c->reuse.verdict_ranks = 0;
     for (int r = 0; r < c->nranks; r++) {
@@ -443,8 +536,8 @@ int zh_mix_check(zh_comm_t *c, int peer, uint64_t start, int send, uint32_t p2p_
         return ZC_OK;
     }
     zh_ctrl_t *pc = c->peers[peer].ctrl;
-    zh_p2p_t *theirs = &pc->p2p[c->rank];
-    zh_p2p_t *mine = &c->ctrl->p2p[peer];
+    zh_p2p_t *theirs = zh_ctrl_p2p(c, pc, c->rank);
+    zh_p2p_t *mine = zh_ctrl_p2p(c, c->ctrl, peer);
     uint32_t p_coll = atomic_load_explicit(&pc->issued.value, memory_order_acquire);
     uint32_t m_coll = atomic_load_explicit(&c->ctrl->issued.value, memory_order_acquire);
     if (p2p_seq == 0) {
@@ -491,17 +584,24 @@ static uint32_t zh_diag_posted(zh_comm_t *c, int q, const zh_post_t **last)
     return v;
 }
 
-/* Append "lo" or "lo-hi" ranges of the set to buf. */
-static void zh_diag_ranks(const int *set, int n, char *buf, size_t cap)
+/* Has rank q posted op seq? */
+static int zh_diag_reached(zh_comm_t *c, int q, uint32_t seq)
+{
+    const zh_post_t *last = NULL;
+    return (int32_t)(zh_diag_posted(c, q, &last) - seq) >= 0;
+}
+
+/* Append "lo" or "lo-hi" ranges of the ranks that posted op seq to buf. */
+static void zh_diag_ranks(zh_comm_t *c, uint32_t seq, char *buf, size_t cap)
 {
     size_t o = 0;
     buf[0] = '\0';
-    for (int r = 0; r < n && o + 16 < cap; r++) {
-        if (!set[r] || (r > 0 && set[r - 1])) {
+    for (int r = 0; r < c->nranks && o + 16 < cap; r++) {
+        if (!zh_diag_reached(c, r, seq) || (r > 0 && zh_diag_reached(c, r - 1, seq))) {
             continue;
         }
         int hi = r;
-        while (hi + 1 < n && set[hi + 1]) {
+        while (hi + 1 < c->nranks && zh_diag_reached(c, hi + 1, seq)) {
             hi++;
         }
         const char *sep = o > 0 ? "," : "";
@@ -510,24 +610,36 @@ static void zh_diag_ranks(const int *set, int n, char *buf, size_t cap)
     }
 }
 
+/* Everyone posted: the op is stuck after its entry (exit barrier). */
+static void zh_diag_barrier(zh_comm_t *c, uint32_t seq, const char *why)
+{
+    uint32_t mine = atomic_load_explicit(&c->ctrl->bar.value, memory_order_relaxed);
+    for (int q = 0; q < c->nranks; q++) {
+        uint32_t b = atomic_load_explicit(&c->peers[q].ctrl->bar.value, memory_order_relaxed);
+        if ((int32_t)(b - mine) < 0) {
+            ZC_WARN(ZC_SUB_COMM,
+                    "zccl diag: rank %d: op %u %s: rank %d posted op %u but "
+                    "has not reached its barrier %u (it is at %u)",
+                    c->rank, seq, why, q, seq, mine, b);
+        }
+    }
+}
+
 void zh_diag_report(zh_comm_t *c, uint32_t seq, const char *why)
 {
-    int reached[ZH_MAX_RANKS];
-    uint32_t v[ZH_MAX_RANKS];
-    const zh_post_t *last[ZH_MAX_RANKS];
+    /* Read again where needed rather than kept in arrays: a diagnosis of
+     * peers still moving, on a path that allocates nothing. */
     int late = 0;
-    for (int q = 0; q < c->nranks; q++) {
-        v[q] = zh_diag_posted(c, q, &last[q]);
-        reached[q] = (int32_t)(v[q] - seq) >= 0;
-        late += !reached[q];
-    }
     char who[256];
-    zh_diag_ranks(reached, c->nranks, who, sizeof(who));
+    zh_diag_ranks(c, seq, who, sizeof(who));
     for (int q = 0; q < c->nranks; q++) {
-        if (reached[q]) {
+        const zh_post_t *last = NULL;
+        uint32_t v = zh_diag_posted(c, q, &last);
+        if ((int32_t)(v - seq) >= 0) {
             continue;
         }
-        if (v[q] == 0) {
+        late++;
+        if (v == 0) {
             ZC_WARN(ZC_SUB_COMM,
                     "zccl diag: rank %d: op %u %s: rank %d has not reached op %u "
                     "(it posted no op yet); reached by rank(s) %s",
@@ -537,21 +649,11 @@ void zh_diag_report(zh_comm_t *c, uint32_t seq, const char *why)
         ZC_WARN(ZC_SUB_COMM,
                 "zccl diag: rank %d: op %u %s: rank %d has not reached op %u (last "
                 "posted op %u: %s count %llu dtype %d); reached by rank(s) %s",
-                c->rank, seq, why, q, seq, v[q], zh_op_name(last[q]->kind),
-                (unsigned long long)last[q]->count, (int)last[q]->dtype, who);
+                c->rank, seq, why, q, seq, v, zh_op_name(last->kind),
+                (unsigned long long)last->count, (int)last->dtype, who);
     }
     if (late == 0) {
-        /* Everyone posted: the op is stuck after its entry (exit barrier). */
-        uint32_t mine = atomic_load_explicit(&c->ctrl->bar.value, memory_order_relaxed);
-        for (int q = 0; q < c->nranks; q++) {
-            uint32_t b = atomic_load_explicit(&c->peers[q].ctrl->bar.value, memory_order_relaxed);
-            if ((int32_t)(b - mine) < 0) {
-                ZC_WARN(ZC_SUB_COMM,
-                        "zccl diag: rank %d: op %u %s: rank %d posted op %u but "
-                        "has not reached its barrier %u (it is at %u)",
-                        c->rank, seq, why, q, seq, mine, b);
-            }
-        }
+        zh_diag_barrier(c, seq, why);
     }
 }
 

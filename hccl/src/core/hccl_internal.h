@@ -50,10 +50,9 @@
 #include "zc/export.h"
 #include "zc/status.h"
 
-#define ZH_CTRL_VERSION 3u
-/* Ranks one host's shared-memory machinery serves (a communicator's ranks on
- * one host), and ranks a communicator may have across hosts. */
-#define ZH_MAX_RANKS 64
+#define ZH_CTRL_VERSION 4u
+/* Ranks a communicator may have across hosts; a host's share of them is
+ * bounded by ZCCL_MAX_LOCAL_RANKS (at most this many), checked at init. */
 #define ZH_MAX_COMM_RANKS 1024
 #define ZH_MAX_RANGES 8
 #define ZH_MAX_BLOCKS 256 /* per process: 512 MiB of 2 MiB segments */
@@ -102,7 +101,7 @@ typedef struct {
     uint64_t recv_bytes;
     uint64_t posted_ns; /* when a large op was posted (CLOCK_MONOTONIC); 0: not stamped */
     uint64_t pull;      /* AllGather: 1 when I would rather pull (zh_op_post) */
-    uint64_t v[ZH_V_ARRAYS][ZH_MAX_RANKS]; /* the V collectives' arrays (ZH_V_*) */
+    /* the V collectives' arrays follow the fixed part (zh_ctrl_v) */
 } zh_desc_t;
 
 /* The line every op starts with: its first two words are a flag (value =
@@ -186,9 +185,14 @@ typedef struct {
     atomic_uint issued_recv;
 } zh_p2p_t;
 
+/* The fixed part of a control segment. The per-rank parts follow it at
+ * offsets every rank computes alike from the communicator's rank count
+ * (zh_ctrl_layout_t): the V arrays of both descriptors, then one
+ * point-to-point channel per rank. */
 typedef struct {
     uint32_t version;
     uint32_t rank;
+    uint32_t nranks; /* the rank count its layout was computed from */
     zh_flag_t bar;
     zh_flag_t ctrl;
     zh_flag_t error;   /* non-zero: a HcclResult this rank failed with */
@@ -204,7 +208,6 @@ typedef struct {
     zh_block_t blocks[ZH_MAX_BLOCKS];
     uint64_t p2p_token; /* staging buffer for buffered sends, 0 until created */
     uint64_t p2p_part;  /* bytes of it reserved for each peer */
-    zh_p2p_t p2p[ZH_MAX_RANKS];
     /* root infos of sub-communicators this rank roots (HcclCreateSubCommConfig) */
     struct {
         zh_flag_t ready; /* bumped after id and info are written */
@@ -219,6 +222,17 @@ typedef struct {
      * every rank takes the majority */
     _Atomic uint64_t verdict[COLL_TRIAL_SLOTS];
 } zh_ctrl_t;
+
+/* Where the per-rank parts of a control segment lie, from its rank count
+ * (zh_ctrl_layout): slots ranks per array; v_off: 2 descriptors x ZH_V_ARRAYS
+ * arrays x slots words; p2p_off: slots channels; bytes: the whole segment,
+ * whole pages. A peer's segment must be exactly `bytes` long. */
+typedef struct {
+    uint32_t slots;
+    size_t v_off;
+    size_t p2p_off;
+    size_t bytes;
+} zh_ctrl_layout_t;
 
 /* One peer as this rank sees it. */
 typedef struct {
@@ -250,6 +264,19 @@ typedef struct {
     uint32_t last_block; /* block index the last translation hit */
 } zh_peer_t;
 
+/* Scratch of the op path (hccl_op_path.c), nranks entries per array: ops of
+ * a comm run one at a time (hccl_op.h), so they share one and allocate
+ * nothing. */
+typedef struct {
+    const zh_post_t **post;          /* the op's post line of every rank */
+    const zh_desc_t **desc;          /* its descriptor of every rank */
+    const void **in;                 /* translated send buffers; the inline path's sources */
+    void **out;                      /* translated receive buffers */
+    void **ccl;                      /* CCL buffers */
+    const uint64_t **v[ZH_V_ARRAYS]; /* every rank's V arrays */
+    uint64_t *each;                  /* every rank's count (ReduceScatterV) */
+} zh_op_scratch_t;
+
 /* The largest send or receive buffer of an op that may run whole on the
  * caller's thread while the host has cores to spare (zh_op_caller_ok). */
 #define ZH_CALLER_MAX (64u << 10)
@@ -267,12 +294,21 @@ typedef struct zh_comm {
     uint64_t caller_max; /* largest buffer of an op the caller's thread may run whole */
     coll_tuning_t tune;
     coll_reuse_t reuse; /* recent large direct ops, for their store kind; the op's thread */
-    const _Atomic uint64_t *verdicts[ZH_MAX_RANKS]; /* every rank's ctrl->verdict (reuse) */
 
+    /* Tables by rank, nranks entries each, allocated once when the comm's
+     * ranks on this host are known (zh_comm_tables), NULL before. */
+    const _Atomic uint64_t **verdicts; /* every rank's ctrl->verdict (reuse) */
+    zh_peer_t *peers;
+    int32_t *peer_pids;  /* pids of every other rank (broker allow lists) */
+    int32_t *xproc_pids; /* of those, the ones in other processes */
+    size_t npeer_pids;
+    size_t nxproc_pids;
+    zh_op_scratch_t scratch;
+
+    zh_ctrl_layout_t lay; /* of every control segment of this comm */
     int ctrl_fd;
     uint64_t ctrl_token;
     zh_ctrl_t *ctrl; /* mine */
-    zh_peer_t peers[ZH_MAX_RANKS];
 
     /* Issue side (the caller's thread): collectives are numbered here, in
      * issue order, whatever stream carries them. `issuing` is held for the
@@ -392,6 +428,27 @@ int zh_boot_finish(zh_boot_t *boot, int my_status, const void *addr, uint32_t ad
                    uint8_t **all, size_t *all_len);
 
 /* hccl_ctrl.c: control segment, flags, barriers */
+/* The layout of a control segment of a communicator of nranks ranks (the
+ * global count for one that spans hosts: every rank computes the same). */
+zh_ctrl_layout_t zh_ctrl_layout(uint32_t nranks);
+/* Rank q's point-to-point channel in segment s, and V array i of its
+ * descriptor slot (slot = seq & 1). */
+static inline zh_p2p_t *zh_ctrl_p2p(const zh_comm_t *c, const zh_ctrl_t *s, int q)
+{
+    return (zh_p2p_t *)(void *)((char *)(uintptr_t)s + c->lay.p2p_off) + q;
+}
+static inline uint64_t *zh_ctrl_v(const zh_comm_t *c, const zh_ctrl_t *s, unsigned slot, int i)
+{
+    return (uint64_t *)(void *)((char *)(uintptr_t)s + c->lay.v_off) +
+           ((size_t)slot * ZH_V_ARRAYS + (size_t)i) * c->lay.slots;
+}
+/* Refuse n ranks of c on one host above ZCCL_MAX_LOCAL_RANKS (ZC_ERR_INVAL,
+ * logged with both values). */
+int zh_ctrl_check_local(const zh_comm_t *c, int n);
+/* Allocate c's tables by rank and its op scratch for c->nranks ranks (once,
+ * at init); zh_comm_tables_free in zh_comm_release. */
+int zh_comm_tables(zh_comm_t *c);
+void zh_comm_tables_free(zh_comm_t *c);
 int zh_ctrl_create(zh_comm_t *c);
 int zh_ctrl_attach_peers(zh_comm_t *c, const zh_boot_entry_t *table);
 void zh_ctrl_destroy(zh_comm_t *c);

@@ -47,10 +47,8 @@ static int zh_hier_local_make(zh_comm_t *c, zh_hier_t *h, const zh_boot_entry_t 
     l->symwin_max = c->symwin_max;
     l->ccl_fd = -1;
     l->p2p_fd = -1;
-    for (int r = 0; r < ZH_MAX_RANKS; r++) {
-        l->peers[r].pidfd = -1;
-    }
     pthread_mutex_init(&l->lock, NULL);
+    l->lay = c->lay; /* the segment was laid out for c's ranks */
     l->ctrl = c->ctrl;
     l->ctrl_fd = c->ctrl_fd;
     l->ctrl_token = c->ctrl_token;
@@ -66,9 +64,8 @@ static int zh_hier_local_make(zh_comm_t *c, zh_hier_t *h, const zh_boot_entry_t 
         lt[i] = table[zh_host_member(h, lv->group, i)];
     }
     int st = zh_levels_build(lt, nl, l->rank, &l->levels);
-    if (st == ZC_OK) {
-        st = zh_ctrl_attach_peers(l, lt);
-    }
+    st = st == ZC_OK ? zh_comm_tables(l) : st;
+    st = st == ZC_OK ? zh_ctrl_attach_peers(l, lt) : st;
     free(lt);
     return st;
 }
@@ -89,11 +86,7 @@ int zh_hier_setup(zh_comm_t *c, const zh_boot_entry_t *table, const void **addr,
     c->hier = h;
     const zh_level_t *lv = &h->level[ZH_LEVEL_HOST];
     for (int g = 0; g < lv->ngroups; g++) {
-        if (zh_host_size(h, g) > ZH_MAX_RANKS) {
-            ZC_WARN(ZC_SUB_INIT, "rank %d: host %d holds %d ranks of the communicator (at most %d)",
-                    c->rank, g, zh_host_size(h, g), ZH_MAX_RANKS);
-            return ZC_ERR_OVERLIMIT;
-        }
+        ZC_CHECK(zh_ctrl_check_local(c, zh_host_size(h, g)));
     }
     h->remote = calloc((size_t)c->nranks, 1);
     h->send_seq = calloc((size_t)c->nranks, sizeof(uint32_t));

@@ -42,15 +42,8 @@ int zh_ccl_ensure(zh_comm_t *c)
         st = ZC_ERR_NOMEM;
         goto fail;
     }
-    int32_t pids[ZH_MAX_RANKS];
-    size_t npids = 0;
-    for (int r = 0; r < c->nranks; r++) {
-        if (r != c->rank) {
-            pids[npids++] = c->peers[r].pid;
-        }
-    }
     ZC_CHECK_GOTO(zccl_broker_offer(fd, sz, 1, &token), st, fail);
-    ZC_CHECK_GOTO(zccl_broker_allow(token, pids, npids), st, fail);
+    ZC_CHECK_GOTO(zccl_broker_allow(token, c->peer_pids, c->npeer_pids), st, fail);
     c->ctrl->ccl_token = token;
     c->ctrl->ccl_bytes = sz;
     ZC_CHECK_GOTO(zh_barrier(c), st, fail);

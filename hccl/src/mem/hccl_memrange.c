@@ -122,14 +122,9 @@ static void zh_pm_sort(void)
 /* Let c's cross-process peers fetch block k (offered at activation). */
 static int zh_pm_allow(zh_comm_t *c, int k)
 {
-    int32_t pids[ZH_MAX_RANKS];
-    size_t n = 0;
-    for (int r = 0; r < c->nranks; r++) {
-        if (r != c->rank && !c->peers[r].same_proc) {
-            pids[n++] = c->peers[r].pid;
-        }
-    }
-    return n == 0 ? ZC_OK : zccl_broker_allow(zh_pm.blocks[k].token, pids, n);
+    return c->nxproc_pids == 0
+               ? ZC_OK
+               : zccl_broker_allow(zh_pm.blocks[k].token, c->xproc_pids, c->nxproc_pids);
 }
 
 int zh_mem_attach(zh_comm_t *c)

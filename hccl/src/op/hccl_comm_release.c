@@ -13,12 +13,13 @@
 
 void zh_comm_release(zh_comm_t *c)
 {
-    /* Ranks past the per-host limit were refused before any was attached.
-     * Written only then: an attached comm's count is read by other threads
-     * (activation offers blocks to every attached comm's peers) until
-     * zh_mem_detach below takes it out of the table. */
-    if (c->nranks > ZH_MAX_RANKS) {
-        c->nranks = ZH_MAX_RANKS;
+    /* A comm refused before its tables were made (too many ranks on one
+     * host, out of memory) has no peers to release. Written only then: an
+     * attached comm's count is read by other threads (activation offers
+     * blocks to every attached comm's peers) until zh_mem_detach below
+     * takes it out of the table. */
+    if (c->peers == NULL) {
+        c->nranks = 0;
     }
     zh_symwin_release(c);
     zh_mem_detach(c);
@@ -26,6 +27,7 @@ void zh_comm_release(zh_comm_t *c)
     zh_ccl_release(c);
     zh_p2p_release(c);
     zh_ctrl_destroy(c);
+    zh_comm_tables_free(c);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }

@@ -146,14 +146,15 @@ static HcclResult zh_op_copy_arrays(zh_comm_t *c, const zh_op_t *op, zh_task_t *
     if (op->v[ZH_V_SEND_COUNTS] == NULL && op->v[ZH_V_RECV_COUNTS] == NULL) {
         return HCCL_SUCCESS;
     }
-    t->arrays = calloc(ZH_V_ARRAYS, sizeof(*t->arrays));
+    t->arrays = calloc((size_t)ZH_V_ARRAYS * (size_t)c->nranks, sizeof(*t->arrays));
     if (t->arrays == NULL) {
         ZC_WARN(ZC_SUB_COLL, "rank %d: out of memory queueing an op", c->rank);
         return HCCL_E_MEMORY;
     }
     for (int i = 0; i < ZH_V_ARRAYS; i++) {
         if (op->v[i] != NULL) {
-            memcpy(t->arrays[i], op->v[i], sizeof(uint64_t) * (size_t)c->nranks);
+            memcpy(t->arrays + (size_t)i * (size_t)c->nranks, op->v[i],
+                   sizeof(uint64_t) * (size_t)c->nranks);
         }
     }
     return HCCL_SUCCESS;

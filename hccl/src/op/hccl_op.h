@@ -72,9 +72,9 @@ enum { ZH_STEP_ISSUED, ZH_STEP_POSTED, ZH_STEP_RETIRED };
 typedef struct {
     zh_comm_t *comm;
     zh_op_t op;
-    uint64_t (*arrays)[ZH_MAX_RANKS]; /* V collectives only: copies of op.v (ZH_V_*) */
-    uint32_t seq;                     /* issue order on the comm */
-    int step;                         /* ZH_STEP_*: how far it got */
+    uint64_t *arrays; /* V collectives only: copies of op.v (ZH_V_* x nranks) */
+    uint32_t seq;     /* issue order on the comm */
+    int step;         /* ZH_STEP_*: how far it got */
     zh_prof_mark_t prof;
 } zh_task_t;
 _Static_assert(sizeof(zh_task_t) <= ZCCL_TASK_PAYLOAD, "an op task fits a stream slot");

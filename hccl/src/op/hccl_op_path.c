@@ -26,7 +26,7 @@ static int zh_sync_barrier(coll_sync_t *s)
 /* Inline finish: inputs come from the peers' post slots. */
 static void zh_op_inline(zh_comm_t *c, const zh_op_t *op, uint32_t seq, size_t bytes)
 {
-    const void *src[ZH_MAX_RANKS];
+    const void **src = c->scratch.in;
     for (int q = 0; q < c->nranks; q++) {
         zh_ctrl_t *pc = c->peers[q].ctrl;
         src[q] = bytes <= ZH_POST_DATA ? pc->post[seq & 1u].data : pc->idata[seq & 1u];
@@ -134,19 +134,21 @@ static int zh_op_pull(const zh_desc_t *const *d, int nranks)
 static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const zh_post_t **p,
                            int zc)
 {
-    const zh_desc_t *d[ZH_MAX_RANKS];
-    const void *in[ZH_MAX_RANKS];
-    void *out[ZH_MAX_RANKS];
-    void *ccl[ZH_MAX_RANKS];
-    const uint64_t *arr[ZH_V_ARRAYS][ZH_MAX_RANKS];
-    uint64_t each[ZH_MAX_RANKS];
+    zh_op_scratch_t *s = &c->scratch;
+    const zh_desc_t **d = s->desc;
+    const void **in = s->in;
+    void **out = s->out;
+    void **ccl = s->ccl;
+    const uint64_t **const *arr = s->v;
+    uint64_t *each = s->each;
     uint64_t staged = 0;
     zh_sync_t sync = {{zh_sync_barrier}, c};
     for (int q = 0; q < c->nranks; q++) {
-        d[q] = &c->peers[q].ctrl->desc[seq & 1u];
+        const zh_ctrl_t *pc = c->peers[q].ctrl;
+        d[q] = &pc->desc[seq & 1u];
         each[q] = p[q]->count;
         for (int i = 0; i < ZH_V_ARRAYS; i++) {
-            arr[i][q] = d[q]->v[i];
+            s->v[i][q] = zh_ctrl_v(c, pc, seq & 1u, i);
         }
     }
     coll_args_t a = {
@@ -192,7 +194,7 @@ int zh_op_complete(zh_comm_t *c, const zh_task_t *t, int inline_only)
 {
     const zh_op_t *op = &t->op;
     uint32_t seq = t->seq;
-    const zh_post_t *p[ZH_MAX_RANKS];
+    const zh_post_t **p = c->scratch.post;
     int zc = 1;
     for (int q = 0; q < c->nranks; q++) {
         p[q] = &c->peers[q].ctrl->post[seq & 1u];

@@ -135,7 +135,8 @@ void zh_op_post(zh_comm_t *c, const zh_task_t *t)
                 zh_mem_local_covers(c, mine->recv_va, op->recv_bytes);
     for (int i = 0; i < ZH_V_ARRAYS; i++) {
         if (op->v[i] != NULL) {
-            memcpy(mine->v[i], t->arrays[i], sizeof(uint64_t) * (size_t)c->nranks);
+            memcpy(zh_ctrl_v(c, c->ctrl, seq & 1u, i), t->arrays + (size_t)i * (size_t)c->nranks,
+                   sizeof(uint64_t) * (size_t)c->nranks);
         }
     }
     zh_post_t *post = &c->ctrl->post[seq & 1u];

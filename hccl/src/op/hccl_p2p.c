@@ -83,16 +83,9 @@ static int zh_p2p_local(zh_comm_t *c)
     }
     void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     uint64_t token = 0;
-    int32_t pids[ZH_MAX_RANKS];
-    size_t npids = 0;
-    for (int r = 0; r < c->nranks; r++) {
-        if (r != c->rank) {
-            pids[npids++] = c->peers[r].pid;
-        }
-    }
     int st = m == MAP_FAILED ? ZC_ERR_NOMEM : zccl_broker_offer(fd, total, 1, &token);
     if (st == ZC_OK) {
-        st = zccl_broker_allow(token, pids, npids);
+        st = zccl_broker_allow(token, c->peer_pids, c->npeer_pids);
     }
     if (st != ZC_OK) {
         if (m != MAP_FAILED) {
@@ -163,8 +156,8 @@ static zh_p2p_desc_t zh_item_desc(zh_comm_t *c, const zh_item_t *x)
 static int zh_send_step(zh_comm_t *c, zh_item_t *x)
 {
     int q = (int)x->it.remoteRank;
-    zh_p2p_t *mine = &c->ctrl->p2p[q];
-    zh_p2p_t *theirs = &c->peers[q].ctrl->p2p[c->rank];
+    zh_p2p_t *mine = zh_ctrl_p2p(c, c->ctrl, q);
+    zh_p2p_t *theirs = zh_ctrl_p2p(c, c->peers[q].ctrl, c->rank);
     switch (x->state) {
     case ZH_IT_START:
         if (atomic_load_explicit(&c->peers[q].send_fin, memory_order_acquire) != x->seq - 1u) {
@@ -239,8 +232,8 @@ static int zh_send_step(zh_comm_t *c, zh_item_t *x)
 static int zh_recv_step(zh_comm_t *c, zh_item_t *x)
 {
     int q = (int)x->it.remoteRank;
-    zh_p2p_t *mine = &c->ctrl->p2p[q];
-    zh_p2p_t *theirs = &c->peers[q].ctrl->p2p[c->rank];
+    zh_p2p_t *mine = zh_ctrl_p2p(c, c->ctrl, q);
+    zh_p2p_t *theirs = zh_ctrl_p2p(c, c->peers[q].ctrl, c->rank);
     zh_peer_t *p = &c->peers[q];
     switch (x->state) {
     case ZH_IT_START:
@@ -498,8 +491,9 @@ static void zh_p2p_number(zh_comm_t *c, zh_batch_t *b)
         zh_peer_t *p = &c->peers[q];
         int send = x->it.sendRecvType == HCCL_SEND;
         x->seq = send ? ++p->send_seq : ++p->recv_seq;
-        atomic_store_explicit(send ? &c->ctrl->p2p[q].issued_send : &c->ctrl->p2p[q].issued_recv,
-                              x->seq, memory_order_release);
+        zh_p2p_t *ch = zh_ctrl_p2p(c, c->ctrl, q);
+        atomic_store_explicit(send ? &ch->issued_send : &ch->issued_recv, x->seq,
+                              memory_order_release);
     }
 }
 

@@ -399,7 +399,8 @@ static int vmm_broker_listen(pid_t me, uint32_t *nonce)
         uint64_t probe = ((uint64_t)(uint32_t)me << VMM_TOKEN_PID_SHIFT) |
                          ((uint64_t)r << VMM_TOKEN_NONCE_SHIFT);
         socklen_t alen = vmm_broker_addr(probe, &addr);
-        if (bind(lfd, (struct sockaddr *)&addr, alen) == 0 && listen(lfd, 128) == 0) {
+        if (bind(lfd, (struct sockaddr *)&addr, alen) == 0 &&
+            listen(lfd, VMM_BROKER_MAX_CLIENTS) == 0) {
             *nonce = r;
             return lfd;
         }

@@ -33,9 +33,12 @@
 #define VMM_BROKER_CLIENT_TIMEOUT_S 5
 #define VMM_BROKER_ATTEMPT_MS 1000
 /* Milliseconds the broker gives one client, from accept, to send its request;
- * clients are served concurrently, at most VMM_BROKER_MAX_CLIENTS at once. */
+ * clients are served concurrently, at most VMM_BROKER_MAX_CLIENTS at once:
+ * every peer of a communicator of 1,024 ranks on one host (which all fetch
+ * a rank's control segment at init), and a margin. It is also the listening
+ * socket's backlog. */
 #define VMM_BROKER_REQ_MS 500
-#define VMM_BROKER_MAX_CLIENTS 64
+#define VMM_BROKER_MAX_CLIENTS 1088
 /* Token: owner pid (22 bits) | broker nonce (20 bits) | offer serial (22 bits).
  * The nonce is the random part of the broker's socket name, so a fetcher that
  * holds a token knows the name and nobody can bind it in advance. */
