@@ -288,6 +288,16 @@ ZC_EXPORT uint64_t zccl_comm_net_dropped(HcclComm comm)
     return c != NULL && c->hier != NULL ? zh_hier_net_dropped(c) : 0;
 }
 
+ZC_EXPORT int zccl_comm_poke_p2p_part(HcclComm comm, uint64_t part)
+{
+    zh_comm_t *c = zh_comm_lookup(comm);
+    if (c == NULL || c->p2p_local == NULL) {
+        return -1;
+    }
+    c->ctrl->p2p_part = part;
+    return 0;
+}
+
 ZC_EXPORT int zccl_comm_level(HcclComm comm, int i, int *kind, int *group_of, int *index_of)
 {
     zh_comm_t *c = zh_comm_lookup(comm);

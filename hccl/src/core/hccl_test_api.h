@@ -45,6 +45,12 @@ __attribute__((visibility("default"))) uint64_t zccl_comm_net_bytes(HcclComm com
 __attribute__((visibility("default"))) int zccl_comm_level(HcclComm comm, int i, int *kind,
                                                            int *group_of, int *index_of);
 
+/** Overwrites the staging part this rank publishes for its buffered sends
+ *  (its control segment's p2p_part), as a hostile local user could: tests
+ *  check that peers refuse a value that does not fit the buffer. Returns 0,
+ *  or -1 for a bad handle or before the first buffered send. */
+__attribute__((visibility("default"))) int zccl_comm_poke_p2p_part(HcclComm comm, uint64_t part);
+
 /** Hosts the communicator spans (1 on one host), 0 for a bad handle. */
 __attribute__((visibility("default"))) int zccl_comm_hosts(HcclComm comm);
 

@@ -107,7 +107,9 @@ static int zh_p2p_local(zh_comm_t *c)
 static int zh_p2p_peer(zh_comm_t *c, int q, char **base, size_t *part)
 {
     zh_peer_t *p = &c->peers[q];
-    *part = (size_t)p->ctrl->p2p_part;
+    /* One read of a field the peer writes, checked against the mapping
+     * before it offsets into it (ARCHITECTURE §9). */
+    size_t want = (size_t) * (volatile uint64_t *)&p->ctrl->p2p_part;
     if (p->p2p_buf == NULL) {
         int fd = -1;
         size_t sz = 0;
@@ -122,7 +124,15 @@ static int zh_p2p_peer(zh_comm_t *c, int q, char **base, size_t *part)
         p->p2p_buf = m;
         p->p2p_buf_bytes = sz;
     }
-    *base = (char *)p->p2p_buf + *part * (size_t)c->rank;
+    if (want == 0 || want > p->p2p_buf_bytes / (size_t)c->nranks) {
+        ZC_WARN(ZC_SUB_COLL,
+                "rank %d: rank %d's staging part of %zu bytes does not fit its %zu-byte buffer "
+                "for %d ranks",
+                c->rank, q, want, p->p2p_buf_bytes, c->nranks);
+        return ZC_ERR_REMOTE;
+    }
+    *part = want;
+    *base = (char *)p->p2p_buf + want * (size_t)c->rank;
     return ZC_OK;
 }
 
