@@ -41,11 +41,6 @@ static void tc_cell(const coll_cross_t *c, uint64_t s)
     printf(" %llu (%.2f S) |", (unsigned long long)bytes, (double)bytes / (double)s);
 }
 
-static coll_groups_t tc_groups(const zh_level_t *l)
-{
-    return (coll_groups_t){l->ngroups, l->group_of, l->index_of, l->first, l->members};
-}
-
 /* One group per rank: counted across it, every byte moved between ranks.
  * One allocation (free it): ranks 0..n-1 (group_of and members), first
  * 0..n, then n zeros (index_of). */
@@ -68,13 +63,13 @@ static int tc_rows(const zh_levels_t *lv, const coll_groups_t *all, int kind, ui
 {
     static const char *const names[COLL_HIER_KINDS] = {"AllReduce", "AllGather", "ReduceScatter",
                                                        "Broadcast", "Reduce"};
-    coll_groups_t algo = tc_groups(&lv->level[lv->n - 1]);
+    coll_groups_t algo = zh_level_groups(&lv->level[lv->n - 1]);
     size_t count = kind == COLL_HIER_ALLGATHER || kind == COLL_HIER_REDUCESCATTER
                        ? (size_t)(s / (uint64_t)lv->nranks)
                        : (size_t)s;
     coll_hier_cost_t c[ZH_KINDS + 1];
     for (int i = 1; i <= lv->n; i++) {
-        coll_groups_t across = i < lv->n ? tc_groups(&lv->level[i]) : *all;
+        coll_groups_t across = i < lv->n ? zh_level_groups(&lv->level[i]) : *all;
         if (coll_hier_cost(kind, &algo, &across, root, count, COLL_UINT8, &c[i]) != ZC_OK) {
             return -1;
         }

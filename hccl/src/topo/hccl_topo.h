@@ -27,6 +27,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "coll/coll_hier.h"
 #include "core/hccl_internal.h"
 
 typedef enum {
@@ -70,6 +71,12 @@ static inline int zh_level_size(const zh_level_t *lv, int g)
 static inline int zh_level_member(const zh_level_t *lv, int g, int i)
 {
     return lv->members[lv->first[g] + i];
+}
+
+/* The level as collectives' groups (coll/coll_hier.h): the same arrays. */
+static inline coll_groups_t zh_level_groups(const zh_level_t *lv)
+{
+    return (coll_groups_t){lv->ngroups, lv->group_of, lv->index_of, lv->first, lv->members};
 }
 
 /* hccl_levels.c: build the levels of the n ranks of table (me: my rank);

@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/coll_hier.h"
 #include "topo/hccl_levels.c"
 #include "zccl/vmm_ext.h"
 #include "zt_fork.h"
@@ -217,18 +216,13 @@ static int tl_kid_xml(int sock, void *arg)
 
 /* ---- bytes across each level ---------------------------------------------------------- */
 
-static coll_groups_t tl_groups(const zh_level_t *l)
-{
-    return (coll_groups_t){l->ngroups, l->group_of, l->index_of, l->first, l->members};
-}
-
 /* Bytes (read + written) of kind's flat and hierarchical schedules, the
  * algorithm over the innermost level, counted across level `at`. */
 static int tl_cross(const zh_levels_t *lv, int at, int kind, int root, size_t count, uint64_t *flat,
                     uint64_t *hier)
 {
-    coll_groups_t algo = tl_groups(&lv->level[lv->n - 1]);
-    coll_groups_t across = tl_groups(&lv->level[at]);
+    coll_groups_t algo = zh_level_groups(&lv->level[lv->n - 1]);
+    coll_groups_t across = zh_level_groups(&lv->level[at]);
     coll_hier_cost_t c;
     int st = coll_hier_cost(kind, &algo, &across, root, count, COLL_UINT8, &c);
     *flat = c.flat.read + c.flat.written;
