@@ -1,6 +1,7 @@
 /*
  * topo_cost: the bytes one collective moves across each level of a host,
- * counted from the schedule (hccl/src/topo/hccl_sched.c), not timed.
+ * counted from the schedule by coll_hier_cost (the algorithms' own code
+ * run in counting mode, collectives/include/coll/coll_hier.h), not timed.
  *
  *   topo_cost -t TOPOLOGY -n RANKS [-b BYTES] [-r ROOT]
  *
@@ -10,17 +11,20 @@
  * (rank r on core r), the levels built as a communicator builds them
  * (hccl/src/topo/hccl_levels.c), and for AllReduce, AllGather,
  * ReduceScatter, Broadcast and Reduce of BYTES per rank (default 64 MiB;
- * AllGather's output, ReduceScatter's input) the flat schedule of today's
- * direct algorithms and the hierarchical one over the innermost level are
- * counted: a markdown table of the bytes per op crossing each level below
- * the host, and all bytes moved between ranks, each also as a multiple of
- * BYTES. Exit status 2 on bad arguments.
+ * AllGather's output, ReduceScatter's input; counted as 1-byte elements)
+ * the flat direct algorithms and the hierarchical ones over the innermost
+ * level are counted: a markdown table of the bytes per op crossing each
+ * level below the host, and all bytes moved between ranks (counted across
+ * one-rank groups), each also as a multiple of BYTES. With only the host
+ * level there is no hierarchy: the flat rows alone. Exit status 2 on bad
+ * arguments, 1 when counting fails.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "coll/coll_hier.h"
 #include "topo/hccl_topo.h"
 #include "zccl/vmm_ext.h"
 
@@ -31,17 +35,62 @@ static int tc_usage(const char *msg)
     return 2;
 }
 
-static void tc_cell(uint64_t bytes, uint64_t s)
+static void tc_cell(const coll_cross_t *c, uint64_t s)
 {
+    uint64_t bytes = c->read + c->written;
     printf(" %llu (%.2f S) |", (unsigned long long)bytes, (double)bytes / (double)s);
 }
 
-static void tc_table(const zh_levels_t *lv, uint64_t s, int root)
+/* One group per rank: counted across it, every byte moved between ranks.
+ * One allocation (free it): ranks 0..n-1 (group_of and members), first
+ * 0..n, then n zeros (index_of). */
+static int *tc_singles(int n, coll_groups_t *g)
 {
-    static const int kinds[] = {ZH_OP_ALLREDUCE, ZH_OP_ALLGATHER, ZH_OP_REDUCESCATTER,
-                                ZH_OP_BROADCAST, ZH_OP_REDUCE};
-    static const char *const names[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast",
-                                        "Reduce"};
+    int *a = calloc((size_t)n * 3 + 1, sizeof(*a));
+    if (a == NULL) {
+        return NULL;
+    }
+    for (int r = 0; r <= 2 * n; r++) {
+        a[r] = r < n ? r : r - n;
+    }
+    *g = (coll_groups_t){n, a, a + 2 * n + 1, a + n, a};
+    return a;
+}
+
+/* The rows of collective kind: flat, and hierarchical over the innermost
+ * level when there is one below the host. 0, or -1 when counting failed. */
+static int tc_rows(const zh_levels_t *lv, const coll_groups_t *all, int kind, uint64_t s, int root)
+{
+    static const char *const names[COLL_HIER_KINDS] = {"AllReduce", "AllGather", "ReduceScatter",
+                                                       "Broadcast", "Reduce"};
+    coll_groups_t algo = zh_level_groups(&lv->level[lv->n - 1]);
+    size_t count = kind == COLL_HIER_ALLGATHER || kind == COLL_HIER_REDUCESCATTER
+                       ? (size_t)(s / (uint64_t)lv->nranks)
+                       : (size_t)s;
+    coll_hier_cost_t c[ZH_KINDS + 1];
+    for (int i = 1; i <= lv->n; i++) {
+        coll_groups_t across = i < lv->n ? zh_level_groups(&lv->level[i]) : *all;
+        if (coll_hier_cost(kind, &algo, &across, root, count, COLL_UINT8, &c[i]) != ZC_OK) {
+            return -1;
+        }
+    }
+    for (int hier = 0; hier <= (lv->n > 1); hier++) {
+        printf("| %s | %s |", names[kind], hier ? "hierarchical" : "flat");
+        for (int i = 1; i <= lv->n; i++) {
+            tc_cell(hier ? &c[i].hier : &c[i].flat, s);
+        }
+        printf("\n");
+    }
+    return 0;
+}
+
+static int tc_table(const zh_levels_t *lv, uint64_t s, int root)
+{
+    coll_groups_t all;
+    int *singles = tc_singles(lv->nranks, &all);
+    if (singles == NULL) {
+        return -1;
+    }
     printf("| collective | schedule |");
     for (int i = 1; i < lv->n; i++) {
         printf(" across %s |", zh_level_kind_name(lv->level[i].kind));
@@ -51,20 +100,12 @@ static void tc_table(const zh_levels_t *lv, uint64_t s, int root)
         printf("---|");
     }
     printf("\n");
-    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-        for (int algo = ZH_SCHED_FLAT; algo <= ZH_SCHED_HIER; algo++) {
-            uint64_t cross[ZH_KINDS + 1];
-            if (zh_sched_cost(lv, algo, kinds[k], s, root, cross) != ZC_OK) {
-                continue;
-            }
-            printf("| %s | %s |", names[k], algo == ZH_SCHED_FLAT ? "flat" : "hierarchical");
-            for (int i = 1; i < lv->n; i++) {
-                tc_cell(cross[i], s);
-            }
-            tc_cell(cross[ZH_KINDS], s);
-            printf("\n");
-        }
+    int st = 0;
+    for (int k = 0; k < COLL_HIER_KINDS && st == 0; k++) {
+        st = tc_rows(lv, &all, k, s, root);
     }
+    free(singles);
+    return st;
 }
 
 int main(int argc, char **argv)
@@ -124,8 +165,12 @@ int main(int argc, char **argv)
         printf(" %s (%d groups)", zh_level_kind_name(lv->level[i].kind), lv->level[i].ngroups);
     }
     printf("\n\n");
-    tc_table(lv, s, (int)root);
+    int st = tc_table(lv, s, (int)root);
     zh_levels_free(lv);
     free(t);
+    if (st != 0) {
+        fprintf(stderr, "topo_cost: counting failed\n");
+        return 1;
+    }
     return 0;
 }

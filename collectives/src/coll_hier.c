@@ -154,12 +154,14 @@ static void hx_init(hx_t *x, const coll_groups_t *g, int me, int root, size_t co
 
 /* Run kind's hierarchical schedule (or, flat, its flat model) for every
  * rank in counting mode. */
-static void hx_count_all(int kind, const coll_groups_t *g, int root, size_t count, int dtype,
-                         int flat, hx_loc_t *locs, coll_cross_t *c, long *nbar)
+static void hx_count_all(int kind, const coll_groups_t *g, const coll_groups_t *across, int root,
+                         size_t count, int dtype, int flat, hx_loc_t *locs, coll_cross_t *c,
+                         long *nbar)
 {
     for (int me = 0; me < hx_nranks(g); me++) {
         hx_t x;
         hx_init(&x, g, me, root, count, dtype);
+        x.across = across;
         x.cnt = c;
         x.locs = locs;
         if (flat) {
@@ -171,8 +173,8 @@ static void hx_count_all(int kind, const coll_groups_t *g, int root, size_t coun
     }
 }
 
-int coll_hier_cost(int kind, const coll_groups_t *g, int root, size_t count, int dtype,
-                   coll_hier_cost_t *cost)
+int coll_hier_cost(int kind, const coll_groups_t *g, const coll_groups_t *across, int root,
+                   size_t count, int dtype, coll_hier_cost_t *cost)
 {
     static const char what[] = "hier_cost";
     int n = hx_nranks(g);
@@ -180,6 +182,8 @@ int coll_hier_cost(int kind, const coll_groups_t *g, int root, size_t count, int
     size_t bytes;
     ZC_CHECK(hx_kind_ok(kind));
     ZC_CHECK(coll_hier_check_groups(g, n));
+    across = across != NULL ? across : g;
+    ZC_CHECK(coll_hier_check_groups(across, n));
     if (coll_dtype_size(dtype) == 0 || root < 0 || root >= n) {
         ZC_WARN(ZC_SUB_COLL, "%s: dtype %d or root %d (of %d ranks) is invalid", what, dtype, root,
                 n);
@@ -191,8 +195,8 @@ int coll_hier_cost(int kind, const coll_groups_t *g, int root, size_t count, int
         return ZC_ERR_NOMEM;
     }
     long flat_bar = 0;
-    hx_count_all(kind, g, root, count, dtype, 0, locs, &cost->hier, &cost->hier_barriers);
-    hx_count_all(kind, g, root, count, dtype, 1, locs, &cost->flat, &flat_bar);
+    hx_count_all(kind, g, across, root, count, dtype, 0, locs, &cost->hier, &cost->hier_barriers);
+    hx_count_all(kind, g, across, root, count, dtype, 1, locs, &cost->flat, &flat_bar);
     free(locs);
     return ZC_OK;
 }

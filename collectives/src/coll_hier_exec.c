@@ -30,10 +30,11 @@ static char *hx_ptr(const hx_t *x, hx_loc_t l)
     return base + l.off;
 }
 
-/* Counting: bytes of a range of rank r's memory that this rank touches. */
+/* Counting: bytes of a range of rank r's memory that this rank touches,
+ * when r lies in another group of the counted grouping. */
 static void hx_count(hx_t *x, int r, size_t bytes, uint64_t *to)
 {
-    if (hx_group(x, r) != hx_group(x, x->me)) {
+    if (x->across->group_of[r] != x->across->group_of[x->me]) {
         *to += bytes;
     }
 }

@@ -2,9 +2,9 @@
  * The executor the hierarchical schedules (coll_hier.c) run on. A schedule
  * names every byte range as (buffer kind, owner rank, byte offset) and
  * calls hx_reduce / hx_copy / hx_barrier; the executor either moves the
- * data (one rank of a real op) or counts the bytes that cross a group
- * boundary and the barriers (coll_hier_cost, for every rank in turn). The
- * counts therefore come from the code that moves the data.
+ * data (one rank of a real op) or counts the bytes that cross a boundary
+ * of a grouping (the schedule's own groups or another) and the barriers (coll_hier_cost, for every
+ * rank in turn). The counts therefore come from the code that moves the data.
  */
 #ifndef COLL_HIER_EXEC_H
 #define COLL_HIER_EXEC_H
@@ -25,6 +25,7 @@ typedef struct {
 typedef struct {
     const coll_args_t *a; /* the op (NULL when counting) */
     const coll_groups_t *g;
+    const coll_groups_t *across; /* counting: the boundaries counted (g or another grouping) */
     void *const *scr;
     char *out_me; /* where this rank's HX_OUT resolves: out[me] or a private buffer */
     int me, nranks, root, dtype, op;

@@ -111,15 +111,18 @@ typedef struct {
 
 /**
  * Counts, without moving data, what an op of kind (count elements of dtype,
- * root for Broadcast / Reduce, out of place) moves across group boundaries:
- * the hierarchical schedule is run for every rank in counting mode by the
- * same code that moves the data; flat models coll_allreduce.c's
- * reduce-scatter-write, AllGather's pull (push writes the same bytes that
- * pull reads), ReduceScatter's direct reduce, Broadcast's pull and Reduce's
- * sliced form. ZC_OK, ZC_ERR_INVAL (logged) or ZC_ERR_NOMEM.
+ * root for Broadcast / Reduce, out of place) moves across the boundaries of
+ * `across` (NULL: g itself): the hierarchical schedule over g is run for
+ * every rank in counting mode by the same code that moves the data; flat
+ * models coll_allreduce.c's reduce-scatter-write, AllGather's pull (push
+ * writes the same bytes that pull reads), ReduceScatter's direct reduce,
+ * Broadcast's pull and Reduce's sliced form. `across` is any grouping of
+ * the same ranks: a coarser level (the algorithm by NUMA node, the bytes
+ * across packages), a finer one, or one rank per group (every byte moved
+ * between ranks). ZC_OK, ZC_ERR_INVAL / ZC_ERR_PTR (logged) or ZC_ERR_NOMEM.
  */
-int coll_hier_cost(int kind, const coll_groups_t *g, int root, size_t count, int dtype,
-                   coll_hier_cost_t *cost);
+int coll_hier_cost(int kind, const coll_groups_t *g, const coll_groups_t *across, int root,
+                   size_t count, int dtype, coll_hier_cost_t *cost);
 
 int coll_hier_allreduce(const coll_args_t *a, const coll_hier_t *h);
 int coll_hier_allgather(const coll_args_t *a, const coll_hier_t *h);

@@ -17,10 +17,9 @@
  * members[first[g] .. first[g + 1]), "my index in my group" is
  * index_of[me]. Memory: 4 ints per rank per level.
  *
- * hccl_sched.c counts what a schedule moves across each level (the flat
- * algorithms of collectives/ and the hierarchical one over these levels),
- * for the cost report (benchmarks/topo_cost.c) and the hierarchical
- * collectives to come.
+ * What a schedule moves across each level is counted by collectives'
+ * coll_hier_cost (the algorithm over one level, counted across another),
+ * for the cost report (benchmarks/topo_cost.c).
  */
 #ifndef HCCL_TOPO_H
 #define HCCL_TOPO_H
@@ -28,6 +27,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "coll/coll_hier.h"
 #include "core/hccl_internal.h"
 
 typedef enum {
@@ -73,6 +73,12 @@ static inline int zh_level_member(const zh_level_t *lv, int g, int i)
     return lv->members[lv->first[g] + i];
 }
 
+/* The level as collectives' groups (coll/coll_hier.h): the same arrays. */
+static inline coll_groups_t zh_level_groups(const zh_level_t *lv)
+{
+    return (coll_groups_t){lv->ngroups, lv->group_of, lv->index_of, lv->first, lv->members};
+}
+
 /* hccl_levels.c: build the levels of the n ranks of table (me: my rank);
  * ZC_OK or ZC_ERR_NOMEM (*out NULL). Free with zh_levels_free (NULL ok). */
 int zh_levels_build(const zh_boot_entry_t *table, int n, int me, zh_levels_t **out);
@@ -86,20 +92,5 @@ void zh_levels_log(const zh_levels_t *lv, const zh_boot_entry_t *mine);
 /* At INFO (TOPO), once per (collective, size class) on this comm: the
  * algorithm chosen for op kind `kind` of `bytes` per rank, and the path. */
 void zh_levels_log_algo(zh_levels_t *lv, int kind, uint64_t bytes, const char *path);
-
-/* hccl_sched.c: the transfers of one op's schedule (design there). */
-typedef enum { ZH_SCHED_FLAT = 0, ZH_SCHED_HIER } zh_sched_algo_t;
-/* `bytes` that rank `by` reads from or writes into rank `owner`'s memory. */
-typedef void (*zh_sched_fn)(void *ctx, int by, int owner, uint64_t bytes);
-/* Call fn for every transfer of collective `kind` (AllReduce, AllGather,
- * ReduceScatter, Broadcast, Reduce) of `bytes` per rank with root `root`,
- * schedule `algo`, over lv's ranks; ZC_OK, or ZC_ERR_INVAL for another
- * kind, algo or a root out of range. */
-int zh_sched_walk(const zh_levels_t *lv, int algo, int kind, uint64_t bytes, int root,
-                  zh_sched_fn fn, void *ctx);
-/* The bytes of that op crossing level i (between ranks in different groups
- * of lv->level[i]) in cross[i], and all bytes moved in cross[ZH_KINDS]. */
-int zh_sched_cost(const zh_levels_t *lv, int algo, int kind, uint64_t bytes, int root,
-                  uint64_t cross[ZH_KINDS + 1]);
 
 #endif /* HCCL_TOPO_H */

@@ -218,7 +218,7 @@ static void test_hier_cost(void **state)
     };
     for (int k = 0; k < COLL_HIER_KINDS; k++) {
         coll_hier_cost_t c;
-        assert_int_equal(coll_hier_cost(k, &t.g, 0, 1024, COLL_FP32, &c), ZC_OK);
+        assert_int_equal(coll_hier_cost(k, &t.g, NULL, 0, 1024, COLL_FP32, &c), ZC_OK);
         assert_int_equal(c.hier.read, want[k][0]);
         assert_int_equal(c.hier.written, want[k][1]);
         assert_int_equal(c.flat.read, want[k][2]);
@@ -239,8 +239,8 @@ static void test_hier_cost_half(void **state)
                                                    2 * 4096};
     for (int k = 0; k < COLL_HIER_KINDS; k++) {
         coll_hier_cost_t c, f;
-        assert_int_equal(coll_hier_cost(k, &t.g, 0, 2048, COLL_BF16, &c), ZC_OK);
-        assert_int_equal(coll_hier_cost(k, &t.g, 0, 1024, COLL_FP32, &f), ZC_OK);
+        assert_int_equal(coll_hier_cost(k, &t.g, NULL, 0, 2048, COLL_BF16, &c), ZC_OK);
+        assert_int_equal(coll_hier_cost(k, &t.g, NULL, 0, 1024, COLL_FP32, &f), ZC_OK);
         assert_int_equal(c.hier.read, want[k]);
         assert_int_equal(c.hier.written, 0);
         assert_memory_equal(&c.flat, &f.flat, sizeof(c.flat));
@@ -249,22 +249,15 @@ static void test_hier_cost_half(void **state)
 
 /* Bytes crossing group boundaries (read + written) for 8, 64 and 256 ranks
  * on 2 and 4 contiguous groups, 16 MiB of fp32 per op (AllGather and
- * ReduceScatter: the whole gathered / scattered buffer). Hierarchical must
- * cross less than flat in every case; ZT_HIER_TABLE=1 prints the table
- * (docs/perf-log.md). */
+ * ReduceScatter: the whole gathered / scattered buffer): hierarchical must
+ * cross less than flat in every case (benchmarks/topo_cost prints the
+ * figures, docs/perf-log.md). */
 static void test_hier_cost_table(void **state)
 {
     (void)state;
-    static const char *const names[COLL_HIER_KINDS] = {"AllReduce", "AllGather", "ReduceScatter",
-                                                       "Broadcast", "Reduce"};
     static const int nps[] = {8, 64, 256};
-    int print = getenv("ZT_HIER_TABLE") != NULL;
     size_t total = (size_t)4 << 20; /* elements */
     int label[TG_MAXR];
-    if (print) {
-        printf("| op | ranks | groups | flat MiB | hier MiB | flat / hier | barriers |\n");
-        printf("|---|---:|---:|---:|---:|---:|---:|\n");
-    }
     for (int k = 0; k < COLL_HIER_KINDS; k++) {
         for (size_t ni = 0; ni < 3; ni++) {
             for (int ng = 2; ng <= 4; ng += 2) {
@@ -278,17 +271,49 @@ static void test_hier_cost_table(void **state)
                                    ? total / (size_t)np
                                    : total;
                 coll_hier_cost_t c;
-                assert_int_equal(coll_hier_cost(k, &t.g, 0, count, COLL_FP32, &c), ZC_OK);
-                double h = (double)(c.hier.read + c.hier.written) / (1 << 20);
-                double f = (double)(c.flat.read + c.flat.written) / (1 << 20);
-                assert_true(h < f);
-                if (print) {
-                    printf("| %s | %d | %d | %.1f | %.1f | %.1f | %ld |\n", names[k], np, ng, f, h,
-                           f / h, c.hier_barriers);
-                }
+                assert_int_equal(coll_hier_cost(k, &t.g, NULL, 0, count, COLL_FP32, &c), ZC_OK);
+                assert_true(c.hier.read + c.hier.written < c.flat.read + c.flat.written);
             }
         }
     }
+}
+
+/* Counted across another grouping than the algorithm's: the algorithm over
+ * 4 groups of 2, counted across its own groups (NULL or the same groups),
+ * across 2 groups of 4 (a coarser level), and across one-rank groups (every
+ * byte moved between ranks); a grouping of other ranks is refused. */
+static void test_hier_cost_across(void **state)
+{
+    (void)state;
+    tg_t fine, coarse, single, other;
+    int label[8];
+    for (int r = 0; r < 8; r++) {
+        label[r] = r;
+    }
+    tg_build(&fine, 8, (const int[]){0, 0, 1, 1, 2, 2, 3, 3});
+    tg_make(&coarse, TG_2X4);
+    tg_build(&single, 8, label);
+    tg_make(&other, TG_2X2); /* 4 ranks */
+    coll_hier_cost_t own, same, c, all;
+    const size_t s = 8192; /* uint8 elements: S bytes */
+    assert_int_equal(coll_hier_cost(COLL_HIER_ALLREDUCE, &fine.g, NULL, 0, s, COLL_UINT8, &own),
+                     ZC_OK);
+    assert_int_equal(coll_hier_cost(COLL_HIER_ALLREDUCE, &fine.g, &fine.g, 0, s, COLL_UINT8, &same),
+                     ZC_OK);
+    assert_memory_equal(&own, &same, sizeof(own));
+    assert_int_equal(own.hier.read + own.hier.written, 6 * s); /* 2 (G - 1) S */
+    assert_int_equal(own.flat.read + own.flat.written, 12 * s);
+    assert_int_equal(coll_hier_cost(COLL_HIER_ALLREDUCE, &fine.g, &coarse.g, 0, s, COLL_UINT8, &c),
+                     ZC_OK);
+    assert_int_equal(c.hier.read + c.hier.written, 4 * s);
+    assert_int_equal(c.flat.read + c.flat.written, 8 * s);
+    assert_int_equal(c.hier_barriers, own.hier_barriers);
+    assert_int_equal(
+        coll_hier_cost(COLL_HIER_ALLREDUCE, &fine.g, &single.g, 0, s, COLL_UINT8, &all), ZC_OK);
+    assert_int_equal(all.flat.read + all.flat.written, 14 * s); /* 2 S (n - 1) */
+    assert_true(all.hier.read + all.hier.written >= 6 * s);
+    assert_int_equal(coll_hier_cost(COLL_HIER_ALLREDUCE, &fine.g, &other.g, 0, s, COLL_UINT8, &c),
+                     ZC_ERR_INVAL);
 }
 
 /* Chosen only with several groups, some of two ranks or more, from
@@ -312,7 +337,8 @@ static void test_hier_worth(void **state)
         tg_make(&t, which);
         for (int k = 0; k < COLL_HIER_KINDS; k++) {
             coll_hier_cost_t c;
-            assert_int_equal(coll_hier_cost(k, &t.g, t.np - 1, 1 << 16, COLL_FP32, &c), ZC_OK);
+            assert_int_equal(coll_hier_cost(k, &t.g, NULL, t.np - 1, 1 << 16, COLL_FP32, &c),
+                             ZC_OK);
             uint64_t h = c.hier.read + c.hier.written;
             uint64_t f = c.flat.read + c.flat.written;
             if (coll_hier_worth(&t.g, k, (size_t)4 << 20)) {
@@ -501,19 +527,13 @@ static void test_hier_scratch(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hier_cost),
-        cmocka_unit_test(test_hier_cost_table),
-        cmocka_unit_test(test_hier_worth),
-        cmocka_unit_test(test_hier_scratch),
-        cmocka_unit_test(test_hier_errors),
-        cmocka_unit_test(test_hier_copies),
-        cmocka_unit_test(test_hier_inplace),
-        cmocka_unit_test(test_hier_large),
-        cmocka_unit_test(test_hier_many_ranks),
-        cmocka_unit_test(test_hier_reductions),
-        cmocka_unit_test(test_hier_cost_half),
-        cmocka_unit_test(test_hier_half_special),
-        cmocka_unit_test(test_hier_single_rounding),
+        cmocka_unit_test(test_hier_cost),         cmocka_unit_test(test_hier_cost_table),
+        cmocka_unit_test(test_hier_cost_across),  cmocka_unit_test(test_hier_worth),
+        cmocka_unit_test(test_hier_scratch),      cmocka_unit_test(test_hier_errors),
+        cmocka_unit_test(test_hier_copies),       cmocka_unit_test(test_hier_inplace),
+        cmocka_unit_test(test_hier_large),        cmocka_unit_test(test_hier_many_ranks),
+        cmocka_unit_test(test_hier_reductions),   cmocka_unit_test(test_hier_cost_half),
+        cmocka_unit_test(test_hier_half_special), cmocka_unit_test(test_hier_single_rounding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,8 @@
 /*
- * Levels from hwloc (hccl/src/topo/hccl_levels.c and hccl_sched.c, compiled
- * in; places from vmm/src/core/vmm_topo.c) on topologies that are not this
- * machine's: HWLOC_SYNTHETIC "pack:2 numa:2 core:2 pu:1" (2 packages x 2
- * NUMA nodes x 2 cores), "pack:2 numa:4 core:16 pu:1" (2 x 4 x 16), and an
- * XML topology exported by lstopo from "pack:2 numa:1 l3:2 core:2 pu:1"
+ * Levels from hwloc (hccl/src/topo/hccl_levels.c, compiled in; places from
+ * vmm/src/core/vmm_topo.c) on topologies that are not this machine's: HWLOC_SYNTHETIC "pack:2
+ * numa:2 core:2 pu:1" (2 packages x 2 NUMA nodes x 2 cores), "pack:2 numa:4 core:16 pu:1" (2 x 4 x
+ * 16), and an XML topology exported by lstopo from "pack:2 numa:1 l3:2 core:2 pu:1"
  * (unit/hccl/topo/pack2_l3x2.xml: two L3 groups per NUMA node).
  *
  * hwloc loads a topology once per process, so each topology runs in a
@@ -16,7 +15,8 @@
  * just the host level); an unbound rank placed by its device's node (the
  * memory rule needs this machine's topology: a child on it checks that
  * rule with a binding outside every node); bad input; and the bytes the
- * flat and hierarchical schedules move across each level.
+ * flat and hierarchical schedules move across each level (coll_hier_cost,
+ * the algorithm over the innermost level, counted across each level).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,7 +29,6 @@
 #include <string.h>
 
 #include "topo/hccl_levels.c"
-#include "topo/hccl_sched.c"
 #include "zccl/vmm_ext.h"
 #include "zt_fork.h"
 
@@ -215,53 +214,48 @@ static int tl_kid_xml(int sock, void *arg)
     return 0;
 }
 
-/* ---- schedules ------------------------------------------------------------------------ */
+/* ---- bytes across each level ---------------------------------------------------------- */
 
+/* Bytes (read + written) of kind's flat and hierarchical schedules, the
+ * algorithm over the innermost level, counted across level `at`. */
+static int tl_cross(const zh_levels_t *lv, int at, int kind, int root, size_t count, uint64_t *flat,
+                    uint64_t *hier)
+{
+    coll_groups_t algo = zh_level_groups(&lv->level[lv->n - 1]);
+    coll_groups_t across = zh_level_groups(&lv->level[at]);
+    coll_hier_cost_t c;
+    int st = coll_hier_cost(kind, &algo, &across, root, count, COLL_UINT8, &c);
+    *flat = c.flat.read + c.flat.written;
+    *hier = c.hier.read + c.hier.written;
+    return st;
+}
+
+/* Per-level counting (what benchmarks/topo_cost prints) on 2 packages x 2
+ * nodes x 2 cores, the algorithm over the 4 nodes: each level's crossing
+ * as the figures of coll_hier.h's schedules give it. */
 static int tl_kid_cost(int sock, void *arg)
 {
     (void)sock;
     (void)arg;
     const uint64_t s = 8 << 10;
-    uint64_t f[ZH_KINDS + 1], h[ZH_KINDS + 1];
+    uint64_t f[3], h[3];
     zh_levels_t *lv = tl_build(8, tl_packed, 0); /* host, package, numa */
     ZT_KCHECK(lv != NULL && lv->n == 3);
-    /* AllReduce: flat 2·S/n per pair; 4 others in the other package, 6 on
-     * other nodes. Hierarchical: 4 nodes, 2·S·(nodes - 1) across nodes,
-     * and per stretch 2 of 3 other holders in the other package. */
-    ZT_KCHECK(zh_sched_cost(lv, ZH_SCHED_FLAT, ZH_OP_ALLREDUCE, s, 0, f) == ZC_OK);
-    ZT_KCHECK(zh_sched_cost(lv, ZH_SCHED_HIER, ZH_OP_ALLREDUCE, s, 0, h) == ZC_OK);
-    ZT_KCHECK(f[0] == 0 && f[1] == 8 * s && f[2] == 12 * s && f[ZH_KINDS] == 14 * s);
-    ZT_KCHECK(h[0] == 0 && h[1] == 4 * s && h[2] == 6 * s);
-    /* Broadcast from 0: flat 4 S across packages; hierarchical one S per
-     * node beyond the root's. */
-    ZT_KCHECK(zh_sched_cost(lv, ZH_SCHED_FLAT, ZH_OP_BROADCAST, s, 0, f) == ZC_OK);
-    ZT_KCHECK(zh_sched_cost(lv, ZH_SCHED_HIER, ZH_OP_BROADCAST, s, 0, h) == ZC_OK);
-    ZT_KCHECK(f[1] == 4 * s && f[2] == 6 * s && h[1] == 2 * s && h[2] == 3 * s);
-    /* AllGather and ReduceScatter: flat S/n per pair; hierarchical S per
-     * node pair's direction: S·(nodes - 1). */
-    for (int kind = ZH_OP_ALLGATHER; kind <= ZH_OP_REDUCESCATTER; kind++) {
-        if (kind == ZH_OP_ALLGATHERV) {
-            continue;
-        }
-        ZT_KCHECK(zh_sched_cost(lv, ZH_SCHED_FLAT, kind, s, 0, f) == ZC_OK);
-        ZT_KCHECK(zh_sched_cost(lv, ZH_SCHED_HIER, kind, s, 0, h) == ZC_OK);
-        ZT_KCHECK(f[1] == 4 * s && f[2] == 6 * s && h[1] == 2 * s && h[2] == 3 * s);
+    for (int i = 0; i < 3; i++) {
+        ZT_KCHECK(tl_cross(lv, i, COLL_HIER_ALLREDUCE, 0, s, &f[i], &h[i]) == ZC_OK);
     }
-    /* Reduce to 5: flat reads 6 of 8 slices' pairs plus writes from the
-     * other package's... counted against the hierarchical S·(nodes - 1). */
-    ZT_KCHECK(zh_sched_cost(lv, ZH_SCHED_FLAT, ZH_OP_REDUCE, s, 5, f) == ZC_OK);
-    ZT_KCHECK(zh_sched_cost(lv, ZH_SCHED_HIER, ZH_OP_REDUCE, s, 5, h) == ZC_OK);
-    ZT_KCHECK(f[1] == 4 * s + 4 * s / 8 && f[2] == 6 * s + 6 * s / 8);
-    ZT_KCHECK(h[1] == 2 * s && h[2] == 3 * s);
-    ZT_KCHECK(zh_sched_cost(lv, ZH_SCHED_FLAT, ZH_OP_SCATTER, s, 0, f) == ZC_ERR_INVAL);
-    ZT_KCHECK(zh_sched_cost(lv, ZH_SCHED_FLAT, ZH_OP_REDUCE, s, 8, f) == ZC_ERR_INVAL);
-    ZT_KCHECK(zh_sched_cost(lv, 7, ZH_OP_REDUCE, s, 0, f) == ZC_ERR_INVAL);
-    zh_levels_free(lv);
-    lv = tl_build(2, tl_packed, 0); /* one node: hierarchical is flat */
-    ZT_KCHECK(lv != NULL && lv->n == 1);
-    ZT_KCHECK(zh_sched_cost(lv, ZH_SCHED_HIER, ZH_OP_ALLREDUCE, s, 0, h) == ZC_OK);
-    ZT_KCHECK(zh_sched_cost(lv, ZH_SCHED_FLAT, ZH_OP_ALLREDUCE, s, 0, f) == ZC_OK);
-    ZT_KCHECK(memcmp(f, h, sizeof(f)) == 0 && f[ZH_KINDS] == 2 * s);
+    /* AllReduce: flat 2·S/n per pair, 4 others in the other package, 6 on
+     * other nodes; hierarchical 2·S·(nodes - 1) across nodes. */
+    ZT_KCHECK(f[0] == 0 && f[1] == 8 * s && f[2] == 12 * s);
+    ZT_KCHECK(h[0] == 0 && h[1] == 4 * s && h[2] == 6 * s);
+    for (int i = 1; i < 3; i++) { /* Broadcast from 0 */
+        ZT_KCHECK(tl_cross(lv, i, COLL_HIER_BROADCAST, 0, s, &f[i], &h[i]) == ZC_OK);
+    }
+    ZT_KCHECK(f[1] == 4 * s && f[2] == 6 * s && h[1] == 2 * s && h[2] == 3 * s);
+    for (int i = 1; i < 3; i++) { /* AllGather: S/n per rank, S gathered */
+        ZT_KCHECK(tl_cross(lv, i, COLL_HIER_ALLGATHER, 0, s / 8, &f[i], &h[i]) == ZC_OK);
+    }
+    ZT_KCHECK(f[1] == 4 * s && f[2] == 6 * s && h[1] == 2 * s && h[2] == 3 * s);
     zh_levels_free(lv);
     return 0;
 }
