@@ -236,6 +236,12 @@ ZC_EXPORT uint64_t zccl_comm_zero_copy_ops(HcclComm comm)
     return c != NULL ? (uint64_t)atomic_load(&c->zc_ops) : 0;
 }
 
+ZC_EXPORT uint64_t zccl_comm_hier_ops(HcclComm comm)
+{
+    zh_comm_t *c = zh_comm_lookup(comm);
+    return c != NULL ? (uint64_t)atomic_load(&c->hier_ops) : 0;
+}
+
 ZC_EXPORT uint64_t zccl_comm_buffered_ops(HcclComm comm)
 {
     zh_comm_t *c = zh_comm_lookup(comm);

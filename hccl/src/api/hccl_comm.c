@@ -109,6 +109,18 @@ void zh_comm_free(zh_comm_t *c)
 /* My bootstrap entry: pid, device, host, control segment, and my place on
  * the host (by my binding, else where my control segment lies, else my
  * device's node). */
+/* ZCCL_HIER: 1 for auto, 0 for off; another value keeps auto (warned). */
+static int zh_hier_setting(const char *v, uint32_t rank)
+{
+    if (strcmp(v, "off") == 0) {
+        return 0;
+    }
+    if (strcmp(v, "auto") != 0 && v[0] != '\0') {
+        ZC_WARN(ZC_SUB_INIT, "rank %u: ZCCL_HIER=%s is not auto or off; using auto", rank, v);
+    }
+    return 1;
+}
+
 static int zh_comm_mine(const zh_comm_t *c, zh_boot_entry_t *mine)
 {
     zccl_place_t pl;
@@ -188,6 +200,7 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     c->caller_max = env->caller_max != 0               ? env->caller_max
                     : ncpu > 0 && (long)nranks >= ncpu ? UINT64_MAX
                                                        : ZH_CALLER_MAX;
+    c->hier_on = zh_hier_setting(env->hier, rank);
     int dev = zccl_current_device();
     c->device = dev >= 0 ? dev : 0;
     zh_fd_raise_once(); /* a descriptor per peer (pidfd), a thousand ranks on one host */

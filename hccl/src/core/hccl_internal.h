@@ -292,6 +292,7 @@ typedef struct zh_comm {
     uint64_t exec_timeout_ns; /* 0 = never */
     uint32_t spin_iters;
     uint64_t caller_max; /* largest buffer of an op the caller's thread may run whole */
+    int hier_on;         /* ZCCL_HIER allows the hierarchical collectives */
     coll_tuning_t tune;
     coll_reuse_t reuse; /* recent large direct ops, for their store kind; the op's thread */
 
@@ -350,6 +351,7 @@ typedef struct zh_comm {
     atomic_uint_fast64_t inline_bytes; /* bytes carried in post slots (small ops) */
     atomic_uint_fast64_t inline_ops;   /* of zc_ops, those that ran inline */
     atomic_uint_fast64_t caller_ops;   /* ops finished on the caller's thread */
+    atomic_uint_fast64_t hier_ops;     /* of zc_ops, those that ran hierarchically */
 
     /* Set when the comm spans hosts (hccl_hier.c): then rank and nranks are
      * the global ones, this struct's control segment, peers and memory are

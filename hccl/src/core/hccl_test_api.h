@@ -22,6 +22,10 @@ __attribute__((visibility("default"))) uint64_t zccl_comm_staged_bytes(HcclComm 
 __attribute__((visibility("default"))) uint64_t zccl_comm_zero_copy_ops(HcclComm comm);
 __attribute__((visibility("default"))) uint64_t zccl_comm_buffered_ops(HcclComm comm);
 
+/** Of the zero-copy ops, those this rank ran with a hierarchical algorithm
+ *  (coll/coll_hier.h, grouped by NUMA node or package); 0 while flat. */
+__attribute__((visibility("default"))) uint64_t zccl_comm_hier_ops(HcclComm comm);
+
 /** Bytes this rank carried inline in its post slot: AllReduce / AllGather of
  *  at most 4 KiB per rank on activated memory skip the user-buffer reads. */
 __attribute__((visibility("default"))) uint64_t zccl_comm_inline_bytes(HcclComm comm);

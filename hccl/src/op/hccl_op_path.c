@@ -6,6 +6,7 @@
 #include "op/hccl_op.h"
 #include "topo/hccl_topo.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "zc/log.h"
@@ -44,6 +45,77 @@ static void zh_op_inline(zh_comm_t *c, const zh_op_t *op, uint32_t seq, size_t b
     zh_count(&c->inline_bytes, bytes);
 }
 
+/* The hierarchical algorithm's kind for op kind, -1 when it has none. */
+static int zh_hier_kind(int kind)
+{
+    switch (kind) {
+    case ZH_OP_ALLREDUCE:
+        return COLL_HIER_ALLREDUCE;
+    case ZH_OP_ALLGATHER:
+        return COLL_HIER_ALLGATHER;
+    case ZH_OP_REDUCESCATTER:
+        return COLL_HIER_REDUCESCATTER;
+    case ZH_OP_BROADCAST:
+        return COLL_HIER_BROADCAST;
+    case ZH_OP_REDUCE:
+        return COLL_HIER_REDUCE;
+    default:
+        return -1;
+    }
+}
+
+/* Should op run hierarchically? ZCCL_HIER allows it, the comm has a level
+ * to group by (zh_levels_hier_pick) and coll_hier_worth says so; then the
+ * scratch it needs (*need). Only values every rank shares decide. */
+static int zh_hier_wanted(const zh_comm_t *c, const zh_op_t *op, size_t *need)
+{
+    int kind = zh_hier_kind(op->kind);
+    const zh_levels_t *lv = c->levels;
+    if (!c->hier_on || kind < 0 || lv == NULL || lv->hier == NULL) {
+        return 0;
+    }
+    const coll_groups_t *g = &lv->hier_groups;
+    return coll_hier_worth(g, kind, (size_t)op->count * coll_dtype_size(op->dtype)) &&
+           coll_hier_scratch_bytes(kind, g, (size_t)op->count, op->dtype, need) == ZC_OK;
+}
+
+/* The algorithm of the zero-copy path: hierarchical, with every rank's CCL
+ * buffer (unused by zero-copy ops; created collectively here, on the first
+ * op every rank finds wanted) as scratch when it is large enough on every
+ * rank, else flat. */
+static int zh_op_direct_run(zh_comm_t *c, const zh_op_t *op, coll_args_t *a)
+{
+    size_t need = 0;
+    int hier = zh_hier_wanted(c, op, &need);
+    int result = hier ? zh_ccl_ensure(c) : ZC_OK;
+    hier = hier && result == ZC_OK && need <= c->ccl_bytes; /* ccl_bytes: the min of all ranks' */
+    char algo[16] = "flat";
+    if (hier) {
+        snprintf(algo, sizeof(algo), "hier:%s", zh_level_kind_name(c->levels->hier->kind));
+    }
+    zh_levels_log_algo(c->levels, op->kind, op->send_bytes, algo, "zero-copy");
+    if (result != ZC_OK || !hier) {
+        return result != ZC_OK ? result : zh_ops[op->kind].direct(a);
+    }
+    for (int q = 0; q < c->nranks; q++) {
+        c->scratch.ccl[q] = c->peers[q].ccl;
+    }
+    coll_hier_t h = {&c->levels->hier_groups, c->scratch.ccl, c->ccl_bytes};
+    atomic_fetch_add_explicit(&c->hier_ops, 1, memory_order_relaxed);
+    switch (zh_hier_kind(op->kind)) {
+    case COLL_HIER_ALLREDUCE:
+        return coll_hier_allreduce(a, &h);
+    case COLL_HIER_ALLGATHER:
+        return coll_hier_allgather(a, &h);
+    case COLL_HIER_REDUCESCATTER:
+        return coll_hier_reducescatter(a, &h);
+    case COLL_HIER_BROADCAST:
+        return coll_hier_broadcast(a, &h);
+    default:
+        return coll_hier_reduce(a, &h);
+    }
+}
+
 /* Zero-copy: translate every rank's buffers, run the direct algorithm. */
 static int zh_op_direct(zh_comm_t *c, const zh_op_t *op, const zh_desc_t *const *d, coll_args_t *a,
                         const void **in, void **out)
@@ -66,7 +138,7 @@ static int zh_op_direct(zh_comm_t *c, const zh_op_t *op, const zh_desc_t *const 
         }
     }
     if (result == ZC_OK) {
-        result = zh_ops[op->kind].direct(a);
+        result = zh_op_direct_run(c, op, a);
     }
     atomic_fetch_add_explicit(&c->zc_ops, 1, memory_order_relaxed);
     return result;
@@ -209,13 +281,15 @@ int zh_op_complete(zh_comm_t *c, const zh_task_t *t, int inline_only)
         return ZC_OK; /* everyone arrived */
     }
     if (zc && zh_op_inlinable(op)) {
-        zh_levels_log_algo(c->levels, op->kind, op->send_bytes, "inline");
+        zh_levels_log_algo(c->levels, op->kind, op->send_bytes, "flat", "inline");
         zh_op_inline(c, op, seq, op->send_bytes);
         return ZC_OK;
     }
     if (inline_only && !(zc && zh_op_caller_ok(c, op))) {
         return 1;
     }
-    zh_levels_log_algo(c->levels, op->kind, op->send_bytes, zc ? "zero-copy" : "buffered");
+    if (!zc) {
+        zh_levels_log_algo(c->levels, op->kind, op->send_bytes, "flat", "buffered");
+    }
     return zh_op_algorithm(c, op, seq, p, zc);
 }

@@ -91,6 +91,30 @@ void zh_levels_free(zh_levels_t *lv)
     free(lv);
 }
 
+/* The level hierarchical collectives group by: on one host, the innermost
+ * NUMA or package level (a NUMA node's ranks share its memory; crossing
+ * nodes is what costs). Not L3: an L3 group's ranks share a cache but not
+ * a memory, and ranks of different L3 groups on one node read the same
+ * memory, so grouping by L3 saves cache traffic the extra barrier and
+ * scratch pass do not pay for. Derived from the levels alone: the same
+ * on every rank. */
+static void zh_levels_hier_pick(zh_levels_t *lv)
+{
+    lv->hier = NULL;
+    if (lv->level[ZH_LEVEL_HOST].ngroups != 1) {
+        return; /* across hosts: the tier's local comms group */
+    }
+    for (int i = 1; i < lv->n; i++) {
+        int kind = lv->level[i].kind;
+        if (kind == ZH_KIND_NUMA || kind == ZH_KIND_PACKAGE) {
+            lv->hier = &lv->level[i];
+        }
+    }
+    if (lv->hier != NULL) {
+        lv->hier_groups = zh_level_groups(lv->hier);
+    }
+}
+
 int zh_levels_build(const zh_boot_entry_t *table, int n, int me, zh_levels_t **out)
 {
     *out = NULL;
@@ -113,6 +137,7 @@ int zh_levels_build(const zh_boot_entry_t *table, int n, int me, zh_levels_t **o
             lv->n++;
         }
     }
+    zh_levels_hier_pick(lv);
     *out = lv;
     return ZC_OK;
 }

@@ -59,6 +59,11 @@ typedef struct zh_levels {
     int me;
     int n; /* levels kept, host first */
     zh_level_t level[ZH_KINDS];
+    /* The level the one-host hierarchical collectives group by (NULL: flat):
+     * the innermost NUMA or package level of a comm on one host
+     * (zh_levels_hier_pick), and it as collectives' groups. */
+    const zh_level_t *hier;
+    coll_groups_t hier_groups;
     /* (collective, size class) pairs whose algorithm was logged, a bit per
      * class (zh_levels_log_algo) */
     atomic_uint_fast64_t logged[ZH_OP_MAX];
@@ -90,7 +95,9 @@ const char *zh_level_kind_name(int kind);
  * and its group and index at each level. */
 void zh_levels_log(const zh_levels_t *lv, const zh_boot_entry_t *mine);
 /* At INFO (TOPO), once per (collective, size class) on this comm: the
- * algorithm chosen for op kind `kind` of `bytes` per rank, and the path. */
-void zh_levels_log_algo(zh_levels_t *lv, int kind, uint64_t bytes, const char *path);
+ * algorithm chosen for op kind `kind` of `bytes` per rank ("flat",
+ * "hier:numa", ...), and the path. */
+void zh_levels_log_algo(zh_levels_t *lv, int kind, uint64_t bytes, const char *algo,
+                        const char *path);
 
 #endif /* HCCL_TOPO_H */

@@ -1,8 +1,8 @@
 /*
  * The log of the algorithm each collective takes, once per (collective,
  * size class) on a comm (hccl_topo.h): called where an op chooses its path
- * (op/hccl_op_path.c), so the line says what ran, not what was planned.
- * Today every collective on one host is flat.
+ * (op/hccl_op_path.c), so the line says what ran, not what was planned:
+ * "flat" or "hier:<kind of the level grouped by>".
  */
 #include "topo/hccl_topo.h"
 
@@ -14,7 +14,8 @@ static int zh_size_class(uint64_t bytes)
     return bytes <= 1 ? 0 : 64 - __builtin_clzll(bytes - 1);
 }
 
-void zh_levels_log_algo(zh_levels_t *lv, int kind, uint64_t bytes, const char *path)
+void zh_levels_log_algo(zh_levels_t *lv, int kind, uint64_t bytes, const char *algo,
+                        const char *path)
 {
     if (lv == NULL || kind <= 0 || kind >= ZH_OP_MAX) {
         return;
@@ -25,7 +26,7 @@ void zh_levels_log_algo(zh_levels_t *lv, int kind, uint64_t bytes, const char *p
         (atomic_fetch_or_explicit(&lv->logged[kind], bit, memory_order_relaxed) & bit) != 0) {
         return;
     }
-    ZC_INFO(ZC_SUB_TOPO, "%s of (%llu, %llu] bytes: algorithm flat (%d levels), path %s",
+    ZC_INFO(ZC_SUB_TOPO, "%s of (%llu, %llu] bytes: algorithm %s (%d levels), path %s",
             zh_op_name(kind), k > 0 ? (unsigned long long)1 << (k - 1) : 0ull,
-            (unsigned long long)1 << k, lv->n, path);
+            (unsigned long long)1 << k, algo, lv->n, path);
 }
