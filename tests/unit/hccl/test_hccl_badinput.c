@@ -194,7 +194,10 @@ static void test_comm_calls(void **state)
     BI(HcclCommInitAll(0, devs, comms), HCCL_E_PARA);
     BI(HcclCommInitAll(2, NULL, comms), HCCL_E_PTR);
     BI(HcclCommInitAll(2, devs, NULL), HCCL_E_PTR);
-    BI(HcclCommInitAll(65, devs, comms), HCCL_E_PARA);
+    /* One past the 1,024-rank limit; the arrays must really hold ndev entries. */
+    static int32_t many_devs[1025];
+    static HcclComm many_comms[1025];
+    BI(HcclCommInitAll(1025, many_devs, many_comms), HCCL_E_PARA);
     devs[1] = -1;
     BI(HcclCommInitAll(2, devs, comms), HCCL_E_PARA);
     devs[1] = 1 << 30;
