@@ -105,8 +105,8 @@ typedef enum {
     X(ZCCL_HIER, ZC_CFG_STR, hier, "auto", 0, ZC_CFG_STR_MAX,                                      \
       "Hierarchical collectives on one host: auto (AllReduce, AllGather, ReduceScatter, "          \
       "Broadcast and Reduce of at least 256 KiB of data on activated memory go within each NUMA "  \
-      "node (else package) first when the ranks span several) or off (always flat); must be the "  \
-      "same on every rank")                                                                        \
+      "node (else package) first when the ranks span several) or off (always flat); agreed at "    \
+      "init: off on any rank means flat on every rank")                                            \
     X(ZCCL_NET_CHUNK, ZC_CFG_UINT, net_chunk, "1048576", 4096, 1073741824,                         \
       "Bytes per pipelined message of the inter-host (UCX) phase of a collective")                 \
     X(ZCCL_KERNEL, ZC_CFG_STR, kernel, "auto", 0, ZC_CFG_STR_MAX,                                  \

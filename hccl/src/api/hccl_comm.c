@@ -106,9 +106,6 @@ void zh_comm_free(zh_comm_t *c)
     zh_levels_free(levels);
 }
 
-/* My bootstrap entry: pid, device, host, control segment, and my place on
- * the host (by my binding, else where my control segment lies, else my
- * device's node). */
 /* ZCCL_HIER: 1 for auto, 0 for off; another value keeps auto (warned). */
 static int zh_hier_setting(const char *v, uint32_t rank)
 {
@@ -121,6 +118,9 @@ static int zh_hier_setting(const char *v, uint32_t rank)
     return 1;
 }
 
+/* My bootstrap entry: pid, device, host, control segment, my place on the
+ * host (by my binding, else where my control segment lies, else my
+ * device's node) and the settings the ranks must agree on. */
 static int zh_comm_mine(const zh_comm_t *c, zh_boot_entry_t *mine)
 {
     zccl_place_t pl;
@@ -134,8 +134,29 @@ static int zh_comm_mine(const zh_comm_t *c, zh_boot_entry_t *mine)
         .package = pl.package,
         .l3 = pl.l3,
         .place_rule = pl.rule,
+        .flags = c->hier_on ? ZH_ENTRY_HIER : 0u,
     };
     return ZC_OK;
+}
+
+/* The settings of every rank's entry, agreed: a hierarchical schedule only
+ * when every rank allows it. Rank 0 says once when they differed. */
+static void zh_comm_agree(zh_comm_t *c, const zh_boot_entry_t *table)
+{
+    int off = 0;
+    int first = -1;
+    for (int r = 0; r < c->nranks; r++) {
+        if ((table[r].flags & ZH_ENTRY_HIER) == 0) {
+            first = off++ == 0 ? r : first;
+        }
+    }
+    if (off > 0 && off < c->nranks && c->rank == 0) {
+        ZC_WARN(ZC_SUB_INIT,
+                "rank 0: ZCCL_HIER differs between ranks (off on %d of %d, first rank %d); "
+                "off on every rank",
+                off, c->nranks, first);
+    }
+    c->hier_on = off == 0;
 }
 
 /* A comm on one host: at most ZCCL_MAX_LOCAL_RANKS ranks, its tables made,
@@ -212,6 +233,7 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
                   st, fail);
     const void *addr = NULL;
     size_t addr_len = 0;
+    zh_comm_agree(c, table);
     int local = zh_levels_build(table, c->nranks, c->rank, &c->levels);
     if (local == ZC_OK) {
         zh_levels_log(c->levels, &table[c->rank]);

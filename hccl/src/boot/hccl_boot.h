@@ -53,7 +53,7 @@
 #define ZH_MSG_TABLE 0x5a434254u
 #define ZH_MSG_READY 0x5a434252u
 #define ZH_MSG_GO 0x5a434247u
-#define ZH_BOOT_VERSION 3u /* 3: entries carry the rank's place */
+#define ZH_BOOT_VERSION 4u /* 3: entries carry the rank's place; 4: and its flags */
 /* A joined rank's socket, both ends: how long one send or receive may make
  * no progress. Dead peers close their end at once; this bounds a stuck one.
  * Long, because 1,024 ranks on 2 cores may not run for seconds while the root
@@ -107,7 +107,7 @@ typedef struct {
     uint8_t nonce[ZH_NONCE_LEN];
     uint8_t mac[ZH_MAC_LEN];
 } zh_hello_t;
-_Static_assert(sizeof(zh_hello_t) == 88, "hello layout is fixed");
+_Static_assert(sizeof(zh_hello_t) == 96, "hello layout is fixed");
 
 typedef struct {
     uint32_t magic;

@@ -410,7 +410,13 @@ typedef struct {
     int32_t package;
     int32_t l3;
     int32_t place_rule;
+    /* Settings every rank must share (ZH_ENTRY_*): the comm takes their
+     * agreement (zh_comm_agree), so ranks set differently cannot run
+     * different schedules. */
+    uint32_t flags;
+    uint32_t pad;
 } zh_boot_entry_t;
+#define ZH_ENTRY_HIER 1u /* ZCCL_HIER allows the hierarchical collectives */
 
 /* hccl_boot_root.c: HcclGetRootInfo (the root listener) */
 int zh_boot_root_create(HcclRootInfo *info);
