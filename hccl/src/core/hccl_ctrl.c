@@ -64,12 +64,13 @@ static int zh_ctrl_map_add(uint64_t token, zh_ctrl_t *ctrl, size_t bytes)
     return ok ? ZC_OK : ZC_ERR_OVERLIMIT;
 }
 
-static zh_ctrl_t *zh_ctrl_map_ref(uint64_t token)
+static zh_ctrl_t *zh_ctrl_map_ref(uint64_t token, size_t bytes)
 {
     zh_ctrl_t *found = NULL;
     pthread_mutex_lock(&zh_ctrl_maps_lock);
     for (int i = 0; i < ZH_CTRL_MAPS && found == NULL; i++) {
-        if (zh_ctrl_maps[i].refs > 0 && zh_ctrl_maps[i].token == token) {
+        if (zh_ctrl_maps[i].refs > 0 && zh_ctrl_maps[i].token == token &&
+            zh_ctrl_maps[i].bytes == bytes) {
             zh_ctrl_maps[i].refs++;
             found = zh_ctrl_maps[i].ctrl;
         }
@@ -223,6 +224,20 @@ int zh_ctrl_create(zh_comm_t *c)
     return ZC_OK;
 }
 
+/* Rank r's mapped segment names the version, rank and rank count this comm
+ * expects (its size was checked before it was mapped). */
+static int zh_ctrl_check_peer(const zh_comm_t *c, int r)
+{
+    const zh_ctrl_t *s = c->peers[r].ctrl;
+    uint32_t want = (uint32_t)(c->ctrl_ranks != NULL ? c->ctrl_ranks[r] : r);
+    if (s->version != ZH_CTRL_VERSION || s->rank != want || s->nranks != c->lay.slots) {
+        ZC_WARN(ZC_SUB_COMM, "rank %d: control segment of rank %d has version %u rank %u of %u",
+                c->rank, r, s->version, s->rank, s->nranks);
+        return ZC_ERR_INTERNAL;
+    }
+    return ZC_OK;
+}
+
 /* Map rank r's segment (another process's) and check it is one of this
  * comm: exactly the layout's size (a segment of another rank count or a
  * hostile one is refused before anything in it is read), version and rank. */
@@ -254,13 +269,7 @@ static int zh_ctrl_map_peer(zh_comm_t *c, int r)
         return ZC_ERR_NOMEM;
     }
     p->ctrl = m;
-    uint32_t want = (uint32_t)(c->ctrl_ranks != NULL ? c->ctrl_ranks[r] : r);
-    if (p->ctrl->version != ZH_CTRL_VERSION || p->ctrl->rank != want ||
-        p->ctrl->nranks != c->lay.slots) {
-        ZC_WARN(ZC_SUB_COMM, "rank %d: control segment of rank %d has version %u rank %u of %u",
-                c->rank, r, p->ctrl->version, p->ctrl->rank, p->ctrl->nranks);
-        return ZC_ERR_INTERNAL;
-    }
+    ZC_CHECK(zh_ctrl_check_peer(c, r));
     p->pidfd = zh_pidfd_open(p->pid);
     return ZC_OK;
 }
@@ -283,12 +292,14 @@ int zh_ctrl_attach_peers(zh_comm_t *c, const zh_boot_entry_t *table)
             ZC_CHECK(zh_ctrl_map_peer(c, r));
             continue;
         }
-        p->ctrl = zh_ctrl_map_ref(p->ctrl_token);
+        p->ctrl = zh_ctrl_map_ref(p->ctrl_token, c->lay.bytes);
         if (p->ctrl == NULL) {
-            ZC_WARN(ZC_SUB_COMM, "rank %d: no control segment of rank %d in this process", c->rank,
-                    r);
+            ZC_WARN(ZC_SUB_COMM,
+                    "rank %d: no %zu-byte control segment of rank %d in this process (token %llx)",
+                    c->rank, c->lay.bytes, r, (unsigned long long)p->ctrl_token);
             return ZC_ERR_INTERNAL;
         }
+        ZC_CHECK(zh_ctrl_check_peer(c, r));
     }
     for (int r = 0; r < c->nranks; r++) {
         c->verdicts[r] = c->peers[r].ctrl->verdict;

@@ -242,6 +242,7 @@ typedef struct {
     uint64_t ctrl_token;
     zh_ctrl_t *ctrl; /* the peer's control segment, mapped here */
     void *ccl;       /* the peer's CCL buffer, mapped here (lazily) */
+    size_t ccl_map;  /* bytes of it mapped here (never the peer's word for it) */
     void *p2p_buf;   /* the peer's send staging buffer, mapped here (lazily) */
     size_t p2p_buf_bytes;
     uint32_t send_seq;    /* sends to this peer issued (caller thread) */
@@ -338,10 +339,13 @@ typedef struct zh_comm {
     uint64_t symwin_used; /* heap bytes handed out to windows so far */
     int ccl_fd;
     void *ccl_local;
-    size_t ccl_bytes; /* min over ranks, once created */
-    int p2p_fd;       /* my send staging buffer (buffered Send), lazily */
+    size_t ccl_local_bytes; /* its size, and my offer's token: kept here, as peers */
+    uint64_t ccl_offer;     /* can write the copies in my control segment */
+    size_t ccl_bytes;       /* min over ranks, once created */
+    int p2p_fd;             /* my send staging buffer (buffered Send), lazily */
     void *p2p_local;
     size_t p2p_bytes;
+    uint64_t p2p_offer; /* its token (my copy, as for the CCL buffer) */
 
     atomic_int async_error; /* first HcclResult an op failed with */
     atomic_int inflight;    /* tasks queued on streams, not yet finished */
@@ -502,6 +506,16 @@ HcclResult zh_ranktable_init(const char *path, uint32_t rank, const HcclCommConf
                              HcclComm *out);
 
 /* hccl_ccl.c: the buffered path's CCL buffers */
+/* A buffer of mine the peers map: a memfd (fd), mapped here (map), offered
+ * through the broker to every peer's pid (token). */
+typedef struct {
+    int fd;
+    void *map;
+    uint64_t token;
+} zh_offered_t;
+/* Create, map and offer a what ("zccl-ccl", ...) buffer of sz bytes; ZC_OK,
+ * or a status logged in one line with nothing left behind. */
+int zh_offer_buffer(zh_comm_t *c, const char *what, size_t sz, zh_offered_t *out);
 int zh_ccl_ensure(zh_comm_t *c);
 void zh_ccl_release(zh_comm_t *c);
 

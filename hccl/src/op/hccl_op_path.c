@@ -81,14 +81,14 @@ static int zh_hier_wanted(const zh_comm_t *c, const zh_op_t *op, size_t *need)
 
 /* The algorithm of the zero-copy path: hierarchical, with every rank's CCL
  * buffer (unused by zero-copy ops; created collectively here, on the first
- * op every rank finds wanted) as scratch when it is large enough on every
- * rank, else flat. */
+ * op every rank finds wanted that needs scratch) as scratch when it is
+ * large enough on every rank, else flat. */
 static int zh_op_direct_run(zh_comm_t *c, const zh_op_t *op, coll_args_t *a)
 {
     size_t need = 0;
     int hier = zh_hier_wanted(c, op, &need);
-    int result = hier ? zh_ccl_ensure(c) : ZC_OK;
-    hier = hier && result == ZC_OK && need <= c->ccl_bytes; /* ccl_bytes: the min of all ranks' */
+    int result = hier && need > 0 ? zh_ccl_ensure(c) : ZC_OK; /* need: alike on every rank */
+    hier = hier && result == ZC_OK && need <= c->ccl_bytes;   /* ccl_bytes: the min of all ranks' */
     char algo[16] = "flat";
     if (hier) {
         snprintf(algo, sizeof(algo), "hier:%s", zh_level_kind_name(c->levels->hier->kind));

@@ -72,34 +72,15 @@ static int zh_p2p_local(zh_comm_t *c)
         part = 4096;
     }
     total = part * (size_t)c->nranks;
-    int fd = memfd_create("zccl-p2p", MFD_CLOEXEC);
-    if (fd < 0 || ftruncate(fd, (off_t)total) != 0) {
-        ZC_WARN(ZC_SUB_COLL, "rank %d: cannot create a %zu-byte send staging buffer: %s", c->rank,
-                total, strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-        }
-        return ZC_ERR_NOMEM;
-    }
-    void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    uint64_t token = 0;
-    int st = m == MAP_FAILED ? ZC_ERR_NOMEM : zccl_broker_offer(fd, total, 1, &token);
-    if (st == ZC_OK) {
-        st = zccl_broker_allow(token, c->peer_pids, c->npeer_pids);
-    }
-    if (st != ZC_OK) {
-        if (m != MAP_FAILED) {
-            munmap(m, total);
-        }
-        close(fd);
-        return st;
-    }
-    c->p2p_fd = fd;
-    c->p2p_local = m;
+    zh_offered_t o;
+    ZC_CHECK(zh_offer_buffer(c, "zccl-p2p", total, &o));
+    c->p2p_fd = o.fd;
+    c->p2p_local = o.map;
     c->p2p_bytes = total;
+    c->p2p_offer = o.token;
     /* Peers read these only after a chunk flag, posted with release order. */
     c->ctrl->p2p_part = part;
-    c->ctrl->p2p_token = token;
+    c->ctrl->p2p_token = o.token;
     return ZC_OK;
 }
 
@@ -146,7 +127,8 @@ void zh_p2p_release(zh_comm_t *c)
         }
     }
     if (c->p2p_local != NULL) {
-        (void)zccl_broker_withdraw(c->ctrl->p2p_token);
+        (void)zccl_broker_withdraw(c->p2p_offer);
+        c->p2p_offer = 0;
         munmap(c->p2p_local, c->p2p_bytes);
         close(c->p2p_fd);
         c->p2p_local = NULL;
