@@ -2,8 +2,10 @@
  * Levels from hwloc (hccl/src/topo/hccl_levels.c, compiled in; places from
  * vmm/src/core/vmm_topo.c) on topologies that are not this machine's: HWLOC_SYNTHETIC "pack:2
  * numa:2 core:2 pu:1" (2 packages x 2 NUMA nodes x 2 cores), "pack:2 numa:4 core:16 pu:1" (2 x 4 x
- * 16), and an XML topology exported by lstopo from "pack:2 numa:1 l3:2 core:2 pu:1"
- * (unit/hccl/topo/pack2_l3x2.xml: two L3 groups per NUMA node).
+ * 16), "[numa] pack:2 [numa] [numa] core:2 pu:1" (memory-only nodes beside
+ * the packages' own), and an XML topology exported by lstopo from "pack:2
+ * numa:1 l3:2 core:2 pu:1" (unit/hccl/topo/pack2_l3x2.xml: two L3 groups
+ * per NUMA node).
  *
  * hwloc loads a topology once per process, so each topology runs in a
  * forked child that sets the variable first. A synthetic topology's CPUs
@@ -260,6 +262,34 @@ static int tl_kid_cost(int sock, void *arg)
     return 0;
 }
 
+/* ---- memory-only nodes ---------------------------------------------------------------- */
+
+/* "[numa] pack:2 [numa] [numa] core:2": a node under the machine (CXL-like)
+ * and two per package (DDR and HBM-like), all with their parent's CPUs. A
+ * core's node is its package's first; ranks on both packages split by
+ * package, and the NUMA level (the same groups) is dropped. */
+static int tl_kid_memnodes(int sock, void *arg)
+{
+    (void)sock;
+    (void)arg;
+    zccl_place_t p;
+    ZT_KCHECK(zccl_topo_core_place(1, &p) == ZC_OK);
+    ZT_KCHECK(p.numa == 0 && p.package == 0 && p.rule == ZCCL_PLACE_BOUND);
+    ZT_KCHECK(zccl_topo_core_place(2, &p) == ZC_OK);
+    ZT_KCHECK(p.numa == 2 && p.package == 1);
+    zh_levels_t *lv = tl_build(4, tl_packed, 0);
+    ZT_KCHECK(lv != NULL && lv->n == 2);
+    ZT_KCHECK(tl_level_is(&lv->level[1], ZH_KIND_PACKAGE, "0-1|2-3", 0));
+    zh_levels_free(lv);
+    /* A binding over both packages lies in no one node: the memory rule. */
+    static char page[1 << 16];
+    memset(page, 1, sizeof(page));
+    ZT_KCHECK(zccl_topo_set_binding("1-2") == ZC_OK);
+    ZT_KCHECK(zccl_topo_place(page, sizeof(page), 0, &p) == ZC_OK);
+    ZT_KCHECK(p.rule != ZCCL_PLACE_BOUND);
+    return 0;
+}
+
 /* ---- this machine's topology: the memory rule ----------------------------------------- */
 
 /* A binding with no CPU of any node (CPU 4000, which no test machine has)
@@ -310,6 +340,12 @@ static void test_levels_xml(void **state)
     tl_run("HWLOC_XMLFILE", ZT_TOPO_DIR "/pack2_l3x2.xml", tl_kid_xml);
 }
 
+static void test_levels_memory_nodes(void **state)
+{
+    (void)state;
+    tl_run("HWLOC_SYNTHETIC", "[numa] pack:2 [numa] [numa] core:2 pu:1", tl_kid_memnodes);
+}
+
 static void test_place_memory(void **state)
 {
     (void)state;
@@ -327,8 +363,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_levels_2x2x2), cmocka_unit_test(test_levels_2x4x16),
-        cmocka_unit_test(test_levels_xml),   cmocka_unit_test(test_place_memory),
-        cmocka_unit_test(test_sched_cost),
+        cmocka_unit_test(test_levels_xml),   cmocka_unit_test(test_levels_memory_nodes),
+        cmocka_unit_test(test_place_memory), cmocka_unit_test(test_sched_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

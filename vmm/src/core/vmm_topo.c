@@ -133,17 +133,26 @@ static void vmm_topo_fill(hwloc_topology_t t, hwloc_obj_t node, hwloc_const_bitm
     out->rule = rule;
 }
 
-/* The one NUMA node whose CPUs meet set, NULL when none or several do. */
+/* The NUMA node of the CPUs `set`: NULL when they meet a node they do not
+ * all lie in (the binding spans nodes) or none. Every node that holds all
+ * of them qualifies, and the one with the fewest CPUs wins (lowest index on
+ * a tie): a memory-only node (HBM, CXL) has its parent's CPUs, so the DDR
+ * node of a package and its HBM node tie, and a node under the machine
+ * loses to the package's own. */
 static hwloc_obj_t vmm_topo_node_of(hwloc_topology_t t, hwloc_const_bitmap_t set)
 {
     hwloc_obj_t found = NULL;
     int n = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
     for (int i = 0; i < n; i++) {
         hwloc_obj_t obj = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, (unsigned)i);
-        if (obj->cpuset != NULL && hwloc_bitmap_intersects(obj->cpuset, set)) {
-            if (found != NULL) {
-                return NULL;
-            }
+        if (obj->cpuset == NULL || !hwloc_bitmap_intersects(obj->cpuset, set)) {
+            continue;
+        }
+        if (!hwloc_bitmap_isincluded(set, obj->cpuset)) {
+            return NULL;
+        }
+        if (found == NULL ||
+            hwloc_bitmap_weight(obj->cpuset) < hwloc_bitmap_weight(found->cpuset)) {
             found = obj;
         }
     }
