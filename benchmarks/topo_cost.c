@@ -108,6 +108,32 @@ static int tc_table(const zh_levels_t *lv, uint64_t s, int root)
     return st;
 }
 
+/* The levels of n ranks packed one per core of the loaded topology;
+ * 0, or 1 / 2 after a line on stderr. */
+static int tc_levels(long n, zh_levels_t **lv)
+{
+    zh_boot_entry_t *t = calloc((size_t)n, sizeof(*t));
+    for (int r = 0; t != NULL && r < n; r++) {
+        zccl_place_t p;
+        if (zccl_topo_core_place(r, &p) != ZC_OK) {
+            free(t);
+            return 2;
+        }
+        t[r] = (zh_boot_entry_t){.pid = r + 1,
+                                 .host_id = 1,
+                                 .numa = p.numa,
+                                 .package = p.package,
+                                 .l3 = p.l3,
+                                 .place_rule = p.rule};
+    }
+    int st = t == NULL || zh_levels_build(t, (int)n, 0, lv) != ZC_OK;
+    if (st != 0) {
+        fprintf(stderr, "topo_cost: out of memory\n");
+    }
+    free(t);
+    return st;
+}
+
 int main(int argc, char **argv)
 {
     const char *topo = NULL;
@@ -140,34 +166,18 @@ int main(int argc, char **argv)
                 zccl_topo_cores(), n);
         return 2;
     }
-    zh_boot_entry_t *t = calloc((size_t)n, sizeof(*t));
     zh_levels_t *lv = NULL;
-    for (int r = 0; t != NULL && r < n; r++) {
-        zccl_place_t p;
-        if (zccl_topo_core_place(r, &p) != ZC_OK) {
-            free(t);
-            return 2;
-        }
-        t[r] = (zh_boot_entry_t){.pid = r + 1,
-                                 .host_id = 1,
-                                 .numa = p.numa,
-                                 .package = p.package,
-                                 .l3 = p.l3,
-                                 .place_rule = p.rule};
-    }
-    if (t == NULL || zh_levels_build(t, (int)n, 0, &lv) != ZC_OK) {
-        fprintf(stderr, "topo_cost: out of memory\n");
-        free(t);
-        return 1;
+    int st = tc_levels(n, &lv);
+    if (st != 0) {
+        return st;
     }
     printf("%s, %ld ranks packed one per core, %llu bytes, root %ld; levels:", topo, n, s, root);
     for (int i = 0; i < lv->n; i++) {
         printf(" %s (%d groups)", zh_level_kind_name(lv->level[i].kind), lv->level[i].ngroups);
     }
     printf("\n\n");
-    int st = tc_table(lv, s, (int)root);
+    st = tc_table(lv, s, (int)root);
     zh_levels_free(lv);
-    free(t);
     if (st != 0) {
         fprintf(stderr, "topo_cost: counting failed\n");
         return 1;

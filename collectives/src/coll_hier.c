@@ -41,12 +41,17 @@ int coll_hier_check_groups(const coll_groups_t *g, int nranks)
         return ZC_ERR_INVAL;
     }
     for (int h = 0; h < g->ngroups; h++) {
-        if (g->first[h + 1] <= g->first[h]) {
-            ZC_WARN(ZC_SUB_COLL, "groups: group %d is empty (first %d .. %d)", h, g->first[h],
-                    g->first[h + 1]);
+        if (g->first[h + 1] <= g->first[h] || g->first[h + 1] > nranks) {
+            ZC_WARN(ZC_SUB_COLL, "groups: group %d is empty or past %d ranks (first %d .. %d)", h,
+                    nranks, g->first[h], g->first[h + 1]);
             return ZC_ERR_INVAL;
         }
         ZC_CHECK(hx_check_group(g, h, nranks));
+        if (h > 0 && g->members[g->first[h]] <= g->members[g->first[h - 1]]) {
+            ZC_WARN(ZC_SUB_COLL, "groups: group %d's lowest rank %d is below group %d's (%d)", h,
+                    g->members[g->first[h]], h - 1, g->members[g->first[h - 1]]);
+            return ZC_ERR_INVAL;
+        }
     }
     return ZC_OK;
 }
@@ -194,7 +199,7 @@ int coll_hier_cost(int kind, const coll_groups_t *g, const coll_groups_t *across
     if (locs == NULL) {
         return ZC_ERR_NOMEM;
     }
-    long flat_bar = 0;
+    long flat_bar = 0; /* the flat schedule's barriers: not reported */
     hx_count_all(kind, g, across, root, count, dtype, 0, locs, &cost->hier, &cost->hier_barriers);
     hx_count_all(kind, g, across, root, count, dtype, 1, locs, &cost->flat, &flat_bar);
     free(locs);
