@@ -7,10 +7,11 @@
  *   - 2 x 4 x 16, 8 ranks in uneven NUMA groups over both packages;
  *   - the XML topology of test_hccl_levels (an L3 split below each node),
  *     grouped by package;
- * run AllReduce, AllGather, ReduceScatter, Broadcast and Reduce of 128 Ki
- * elements (above coll_hier_worth's threshold) in fp32, bf16 and int32
- * with SUM and MAX on activated memory, twice. Inputs are small integers,
- * so every result is exact and checked element by element; each op's
+ * run AllReduce, ReduceScatter and Reduce in every reducible dtype (the 12
+ * integer and float types) with SUM, PROD, MAX and MIN, and AllGather and
+ * Broadcast in each dtype, 256 KiB per rank (coll_hier_worth's threshold)
+ * on activated memory, twice. Inputs are zt_check's exact patterns, so
+ * every result is checked bit for bit against its serial reference; each op's
  * checksum must match across ranks (for the results every rank holds
  * alike) and across the two runs; every op must have run hierarchically
  * (zccl_comm_hier_ops). On one node, with ZCCL_HIER=off, and with
@@ -30,12 +31,15 @@
 
 #include "core/hccl_test_api.h"
 #include "zccl/vmm_ext.h"
+#include "zt_check.h"
 #include "zt_launch.h"
 
-#define TH_COUNT ((size_t)128 << 10)
-#define TH_KINDS 5 /* AllReduce, AllGather, ReduceScatter, Broadcast, Reduce */
-#define TH_DTYPES 3
-#define TH_OPS (TH_DTYPES * TH_KINDS * 2)
+#define TH_BYTES ((size_t)256 << 10) /* per rank and op: coll_hier_worth's threshold */
+/* Kinds: 0 AllReduce, 1 AllGather, 2 ReduceScatter, 3 Broadcast, 4 Reduce. */
+#define TH_DTYPES 12
+#define TH_REDOPS 4
+/* Ops of one matrix: 3 reducing kinds x 4 ops, 2 copying kinds, per dtype. */
+#define TH_OPS (TH_DTYPES * (3 * TH_REDOPS + 2))
 #define TH_BCAST_ROOT 2
 #define TH_REDUCE_ROOT 3
 
@@ -52,96 +56,44 @@ typedef struct {
 
 static int th_n; /* the ranks of the case this process runs (set in th_rank) */
 
-static const HcclDataType th_dtypes[TH_DTYPES] = {HCCL_DATA_TYPE_FP32, HCCL_DATA_TYPE_BFP16,
-                                                  HCCL_DATA_TYPE_INT32};
+static const HcclDataType th_dtypes[TH_DTYPES] = {
+    HCCL_DATA_TYPE_INT8, HCCL_DATA_TYPE_UINT8, HCCL_DATA_TYPE_INT16,  HCCL_DATA_TYPE_UINT16,
+    HCCL_DATA_TYPE_FP16, HCCL_DATA_TYPE_BFP16, HCCL_DATA_TYPE_INT32,  HCCL_DATA_TYPE_UINT32,
+    HCCL_DATA_TYPE_FP32, HCCL_DATA_TYPE_INT64, HCCL_DATA_TYPE_UINT64, HCCL_DATA_TYPE_FP64};
+static const HcclReduceOp th_redops[TH_REDOPS] = {HCCL_REDUCE_SUM, HCCL_REDUCE_PROD,
+                                                  HCCL_REDUCE_MAX, HCCL_REDUCE_MIN};
 
-/* Rank r's input element j: a small integer, exact in every dtype. */
-static int th_val(int r, size_t j)
+/* One op of the matrix: kind k (0..4 as above), dtype, op (ZT_OP_NONE for
+ * the copies), count elements per rank (TH_BYTES of them). */
+typedef struct {
+    int k;
+    int dtype;
+    int op;
+    size_t count;
+    size_t esize;
+} th_op_t;
+
+/* Holds every rank its result alike (AllReduce, AllGather, Broadcast)? */
+static int th_alike(int k)
 {
-    return (int)((size_t)r * 5 + j % 13) % 13 + 1;
+    return k == 0 || k == 1 || k == 3;
 }
 
-static size_t th_size(HcclDataType dt)
+static HcclResult th_call(zt_env_t *env, const th_op_t *o, void *in, void *out)
 {
-    return dt == HCCL_DATA_TYPE_BFP16 ? 2 : 4;
-}
-
-static void th_put(void *buf, size_t i, HcclDataType dt, int v)
-{
-    float f = (float)v;
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof(bits));
-    if (dt == HCCL_DATA_TYPE_INT32) {
-        ((int32_t *)buf)[i] = v;
-    } else if (dt == HCCL_DATA_TYPE_FP32) {
-        ((float *)buf)[i] = f;
-    } else {
-        ((uint16_t *)buf)[i] = (uint16_t)(bits >> 16); /* exact: a small integer */
-    }
-}
-
-static int th_get(const void *buf, size_t i, HcclDataType dt)
-{
-    if (dt == HCCL_DATA_TYPE_INT32) {
-        return ((const int32_t *)buf)[i];
-    }
-    float f;
-    if (dt == HCCL_DATA_TYPE_FP32) {
-        f = ((const float *)buf)[i];
-    } else {
-        uint32_t bits = (uint32_t)((const uint16_t *)buf)[i] << 16;
-        memcpy(&f, &bits, sizeof(f));
-    }
-    return f == (float)(int)f ? (int)f : -1000000;
-}
-
-/* Element j reduced over all ranks. */
-static int th_reduced(size_t j, int max)
-{
-    int acc = th_val(0, j);
-    for (int r = 1; r < th_n; r++) {
-        acc = max ? (th_val(r, j) > acc ? th_val(r, j) : acc) : acc + th_val(r, j);
-    }
-    return acc;
-}
-
-/* What rank holds at element i after op kind k (-1: nothing to check). */
-static int th_expect(int k, int rank, size_t i, int max)
-{
-    switch (k) {
+    HcclDataType dt = (HcclDataType)o->dtype;
+    HcclReduceOp op = (HcclReduceOp)o->op;
+    switch (o->k) {
     case 0:
-        return th_reduced(i, max);
+        return HcclAllReduce(in, out, o->count, dt, op, env->comm, env->stream);
     case 1:
-        return th_val((int)(i / TH_COUNT), i % TH_COUNT);
+        return HcclAllGather(in, out, o->count, dt, env->comm, env->stream);
     case 2:
-        return th_reduced((size_t)rank * TH_COUNT + i, max);
+        return HcclReduceScatter(in, out, o->count, dt, op, env->comm, env->stream);
     case 3:
-        return th_val(TH_BCAST_ROOT, i);
+        return HcclBroadcast(in, o->count, dt, TH_BCAST_ROOT, env->comm, env->stream);
     default:
-        return rank == TH_REDUCE_ROOT ? th_reduced(i, max) : -1;
-    }
-}
-
-/* Output elements of op kind k. */
-static size_t th_out_count(int k)
-{
-    return k == 1 ? (size_t)th_n * TH_COUNT : TH_COUNT;
-}
-
-static HcclResult th_call(zt_env_t *env, int k, void *in, void *out, HcclDataType dt,
-                          HcclReduceOp op)
-{
-    switch (k) {
-    case 0:
-        return HcclAllReduce(in, out, TH_COUNT, dt, op, env->comm, env->stream);
-    case 1:
-        return HcclAllGather(in, out, TH_COUNT, dt, env->comm, env->stream);
-    case 2:
-        return HcclReduceScatter(in, out, TH_COUNT, dt, op, env->comm, env->stream);
-    case 3:
-        return HcclBroadcast(in, TH_COUNT, dt, TH_BCAST_ROOT, env->comm, env->stream);
-    default:
-        return HcclReduce(in, out, TH_COUNT, dt, op, TH_REDUCE_ROOT, env->comm, env->stream);
+        return HcclReduce(in, out, o->count, dt, op, TH_REDUCE_ROOT, env->comm, env->stream);
     }
 }
 
@@ -154,49 +106,101 @@ static uint32_t th_sum(const unsigned char *p, size_t n)
     return h;
 }
 
-/* One op: fill, run, check; its output's checksum in *sum. */
-static int th_one(zt_env_t *env, int k, HcclDataType dt, int max, uint32_t *sum)
+/* What this rank must hold after o, into want (out_count elements), from
+ * every rank's input rebuilt here (zt_fill; ins: th_n buffers of count
+ * elements); 0, or 1 when this rank holds nothing to check (Reduce off
+ * the root). */
+static int th_expect(const th_op_t *o, const zt_pat_t *pat, int rank, void **ins, void *want)
 {
-    unsigned char *in = env->zc.va;
-    unsigned char *out = in + env->zc.block;
-    size_t nin = k == 2 ? (size_t)th_n * TH_COUNT : TH_COUNT;
-    for (size_t j = 0; j < nin; j++) {
-        th_put(in, j, dt, th_val(env->rank, j));
-    }
-    memset(out, 0xee, th_out_count(k) * th_size(dt));
-    void *res = k == 3 ? (void *)in : (void *)out;
-    HcclReduceOp op = max ? HCCL_REDUCE_MAX : HCCL_REDUCE_SUM;
-    if (th_call(env, k, in, out, dt, op) != HCCL_SUCCESS ||
-        aclrtSynchronizeStream(env->stream) != ACL_SUCCESS) {
-        fprintf(stderr, "rank %d: op %d dtype %d failed\n", env->rank, k, (int)dt);
-        return 1;
-    }
-    for (size_t i = 0; i < th_out_count(k); i++) {
-        int want = th_expect(k, env->rank, i, max);
-        if (want >= 0 && th_get(res, i, dt) != want) {
-            fprintf(stderr, "rank %d: op %d dtype %d max %d: [%zu] = %d, expected %d\n", env->rank,
-                    k, (int)dt, max, i, th_get(res, i, dt), want);
+    size_t first = o->k == 2 ? (size_t)rank * o->count : 0; /* my slice of each input */
+    switch (o->k) {
+    case 1:
+        for (int r = 0; r < th_n; r++) {
+            zt_fill((char *)want + (size_t)r * o->count * o->esize, 0, o->count, pat, r);
+        }
+        return 0;
+    case 3:
+        zt_fill(want, 0, o->count, pat, TH_BCAST_ROOT);
+        return 0;
+    case 4:
+        if (rank != TH_REDUCE_ROOT) {
             return 1;
         }
+        break;
+    default:
+        break;
     }
-    *sum = th_sum(res, th_out_count(k) * th_size(dt));
+    for (int r = 0; r < th_n; r++) {
+        zt_fill(ins[r], first, o->count, pat, r);
+    }
+    return zt_ref_reduce(want, (const void *const *)ins, th_n, o->count, o->dtype, o->op) != 0;
+}
+
+/* One op: fill, run, check every element (want, ins: scratch); its
+ * output's checksum in *sum. */
+static int th_one(zt_env_t *env, const th_op_t *o, void *want, void **ins, uint32_t *sum)
+{
+    zt_pat_t pat = {o->dtype, o->op, ZT_FILL_EXACT, th_n, 0x5eed + (uint64_t)o->k};
+    unsigned char *in = env->zc.va;
+    unsigned char *out = in + env->zc.block;
+    size_t out_count = o->k == 1 ? (size_t)th_n * o->count : o->count;
+    zt_fill(in, 0, o->k == 2 ? (size_t)th_n * o->count : o->count, &pat, env->rank);
+    memset(out, 0xee, out_count * o->esize);
+    void *res = o->k == 3 ? (void *)in : (void *)out;
+    if (th_call(env, o, in, out) != HCCL_SUCCESS ||
+        aclrtSynchronizeStream(env->stream) != ACL_SUCCESS) {
+        fprintf(stderr, "rank %d: kind %d %s %s failed\n", env->rank, o->k, zt_dtype_name(o->dtype),
+                zt_op_name(o->op));
+        return 1;
+    }
+    char what[64];
+    snprintf(what, sizeof(what), "rank %d kind %d %s %s", env->rank, o->k, zt_dtype_name(o->dtype),
+             zt_op_name(o->op));
+    if (th_expect(o, &pat, env->rank, ins, want) == 0 &&
+        zt_compare(what, res, want, out_count, o->dtype) != 0) {
+        return 1;
+    }
+    *sum = th_sum(res, out_count * o->esize);
     return 0;
+}
+
+/* The matrix's op number i. */
+static th_op_t th_op_at(int i)
+{
+    int per = 3 * TH_REDOPS + 2;
+    int d = i / per, j = i % per;
+    static const int copy_kinds[2] = {1, 3}, reduce_kinds[3] = {0, 2, 4};
+    th_op_t o = {.dtype = th_dtypes[d], .esize = zt_dtype_size(th_dtypes[d])};
+    if (j < 2) {
+        o.k = copy_kinds[j];
+        o.op = ZT_OP_NONE;
+    } else {
+        o.k = reduce_kinds[(j - 2) / TH_REDOPS];
+        o.op = th_redops[(j - 2) % TH_REDOPS];
+    }
+    o.count = TH_BYTES / o.esize;
+    return o;
 }
 
 /* Every op of the matrix once; sums[op] its output's checksum. */
 static int th_matrix(zt_env_t *env, uint32_t *sums)
 {
-    int n = 0;
-    for (int d = 0; d < TH_DTYPES; d++) {
-        for (int k = 0; k < TH_KINDS; k++) {
-            for (int max = 0; max < 2; max++, n++) {
-                if (th_one(env, k, th_dtypes[d], max, &sums[n]) != 0) {
-                    return 1;
-                }
-            }
-        }
+    void *want = malloc((size_t)th_n * TH_BYTES);
+    void *ins[TH_MAX] = {NULL};
+    int bad = want == NULL;
+    for (int r = 0; r < th_n; r++) {
+        ins[r] = malloc(TH_BYTES);
+        bad |= ins[r] == NULL;
     }
-    return 0;
+    for (int i = 0; i < TH_OPS && !bad; i++) {
+        th_op_t o = th_op_at(i);
+        bad = th_one(env, &o, want, ins, &sums[i]);
+    }
+    for (int r = 0; r < th_n; r++) {
+        free(ins[r]);
+    }
+    free(want);
+    return bad;
 }
 
 /* The checksums of results every rank holds alike (all but ReduceScatter's
@@ -210,8 +214,7 @@ static int th_same_sums(zt_env_t *env, const uint32_t *sums)
         return 1;
     }
     for (int n = 0; n < TH_OPS; n++) {
-        int k = n / 2 % TH_KINDS;
-        buf[n] = buf[TH_OPS + n] = k == 2 || k == 4 ? 0 : (int64_t)sums[n];
+        buf[n] = buf[TH_OPS + n] = th_alike(th_op_at(n).k) ? (int64_t)sums[n] : 0;
     }
     int bad = HcclAllReduce(buf, buf, TH_OPS, HCCL_DATA_TYPE_INT64, HCCL_REDUCE_MIN, env->comm,
                             env->stream) != HCCL_SUCCESS ||
@@ -242,7 +245,7 @@ static int th_rank(int rank, int nranks, const HcclRootInfo *root, void *arg)
         return 1;
     }
     uint32_t sums[2][TH_OPS];
-    int bad = zt_env_arena(&env, (size_t)th_n * TH_COUNT * sizeof(float)) != 0;
+    int bad = zt_env_arena(&env, (size_t)th_n * TH_BYTES) != 0;
     uint64_t zc0 = zccl_comm_zero_copy_ops(env.comm);
     bad = bad || th_matrix(&env, sums[0]) || th_matrix(&env, sums[1]);
     uint64_t hier = zccl_comm_hier_ops(env.comm);
