@@ -62,7 +62,6 @@ void zc_futex_wake_private(atomic_uint *addr, int n)
 #define ZC_YIELD_OFF_NS 100000000ull
 
 static _Atomic uint64_t zc_yield_off_until;
-static atomic_int zc_yield_forced = -1; /* zc_yield_force: -1 judge by the yields */
 static atomic_int zc_yield_peers;
 
 void zc_yield_to_peers(void)
@@ -72,8 +71,7 @@ void zc_yield_to_peers(void)
 
 int zc_yield(void)
 {
-    if (atomic_load_explicit(&zc_yield_peers, memory_order_relaxed) ||
-        atomic_load_explicit(&zc_yield_forced, memory_order_relaxed) == 0) {
+    if (atomic_load_explicit(&zc_yield_peers, memory_order_relaxed)) {
         sched_yield(); /* the long yields are peers' turns: they post sooner than a sleeper wakes */
         return 1;
     }
@@ -89,18 +87,8 @@ int zc_yield(void)
     return 1;
 }
 
-void zc_yield_force(int off)
-{
-    atomic_store_explicit(&zc_yield_forced, off, memory_order_relaxed);
-    atomic_store_explicit(&zc_yield_off_until, off == 1 ? UINT64_MAX : 0, memory_order_relaxed);
-}
-
 int zc_yield_is_off(void)
 {
-    int forced = atomic_load_explicit(&zc_yield_forced, memory_order_relaxed);
-    if (forced >= 0) {
-        return forced;
-    }
     uint64_t off_until = atomic_load_explicit(&zc_yield_off_until, memory_order_relaxed);
     /* No clock read until yields were off once: quiet hosts pay one load. */
     return off_until != 0 && !atomic_load_explicit(&zc_yield_peers, memory_order_relaxed) &&

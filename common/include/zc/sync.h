@@ -54,10 +54,6 @@ int zc_yield(void);
  */
 int zc_yield_is_off(void);
 
-/** Tests: 1 takes yields as off (cores busy) from now on, 0 as on whatever
- *  yields take, -1 goes back to judging by them. */
-void zc_yield_force(int off);
-
 /**
  * Ranks of this process's communicators outnumber the cores: the tasks that
  * share a core are mostly peers, a yield is their turn however long it

@@ -16,7 +16,6 @@
 #include "core/hccl_test_api.h"
 #include "topo/hccl_topo.h"
 #include "zc/log.h"
-#include "zc/sync.h"
 
 #define ZH_PTR_OR_RETURN(ptr)                                                                      \
     do {                                                                                           \
@@ -235,11 +234,6 @@ ZC_EXPORT uint64_t zccl_comm_zero_copy_ops(HcclComm comm)
 {
     zh_comm_t *c = zh_comm_lookup(comm);
     return c != NULL ? (uint64_t)atomic_load(&c->zc_ops) : 0;
-}
-
-ZC_EXPORT void zccl_test_cores_busy(int busy)
-{
-    zc_yield_force(busy);
 }
 
 ZC_EXPORT uint64_t zccl_comm_hier_ops(HcclComm comm)

@@ -50,7 +50,7 @@
 #include "zc/export.h"
 #include "zc/status.h"
 
-#define ZH_CTRL_VERSION 5u
+#define ZH_CTRL_VERSION 4u
 /* Ranks a communicator may have across hosts; a host's share of them is
  * bounded by ZCCL_MAX_LOCAL_RANKS (at most this many), checked at init. */
 #define ZH_MAX_COMM_RANKS 1024
@@ -113,12 +113,6 @@ typedef struct {
  * ops later, when every peer has provably read it). */
 #define ZH_POST_DATA 24
 #define ZH_INLINE_MAX 4096
-/* While cores are busy (zc_yield_is_off), a rank puts AllReduce / AllGather
- * inputs up to this size in its inline area too and says so (inl); when
- * every post says so the op finishes inline: one wait for the peers instead
- * of two (posts, exit barrier), each of which may cost a busy core's slice.
- * Otherwise the copy is unused and the op runs zero-copy. */
-#define ZH_INLINE_BUSY_MAX (64u << 10)
 typedef struct {
     _Alignas(ZC_CACHELINE) atomic_uint value;
     atomic_uint sleepers;
@@ -126,7 +120,6 @@ typedef struct {
     uint8_t dtype;
     uint8_t redop;
     uint8_t zc_ok;
-    uint8_t inl; /* my input is in this slot's line or inline area */
     int32_t root;
     uint64_t count;
     uint8_t data[ZH_POST_DATA];
@@ -207,8 +200,8 @@ typedef struct {
     zh_flag_t closed;  /* 1 once the owner destroyed its communicator */
     zh_flag_t issued;  /* collectives my caller issued so far */
     zh_post_t post[2]; /* by seq & 1 */
-    _Alignas(ZC_CACHELINE) uint8_t idata[2][ZH_INLINE_BUSY_MAX]; /* inline data, by seq & 1 */
-    uint64_t ccl_token; /* CCL buffer offer, 0 until created */
+    _Alignas(ZC_CACHELINE) uint8_t idata[2][ZH_INLINE_MAX]; /* inline data, by seq & 1 */
+    uint64_t ccl_token;                                     /* CCL buffer offer, 0 until created */
     uint64_t ccl_bytes;
     zh_desc_t desc[2]; /* by seq & 1 */
     zh_range_t ranges[ZH_MAX_RANGES];

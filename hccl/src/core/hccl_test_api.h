@@ -27,14 +27,8 @@ __attribute__((visibility("default"))) uint64_t zccl_comm_buffered_ops(HcclComm 
 __attribute__((visibility("default"))) uint64_t zccl_comm_hier_ops(HcclComm comm);
 
 /** Bytes this rank carried inline in its post slot: AllReduce / AllGather of
- *  at most 4 KiB per rank on activated memory skip the user-buffer reads
- *  (up to 64 KiB while every rank's cores are busy). */
+ *  at most 4 KiB per rank on activated memory skip the user-buffer reads. */
 __attribute__((visibility("default"))) uint64_t zccl_comm_inline_bytes(HcclComm comm);
-
-/** Take this process's cores as busy (1: as after a yield that lost a whole
- *  slice, zc_yield_is_off) or as free (0) from now on, whatever yields
- *  take; -1 judges by the yields again. */
-__attribute__((visibility("default"))) void zccl_test_cores_busy(int busy);
 
 /** Large direct AllReduce / AllGather ops this rank ran with cached
  *  (streaming = 0) or streaming (streaming = 1) stores (coll_nt.c). */

@@ -103,8 +103,6 @@ extern const zh_op_info_t zh_ops[ZH_OP_MAX];
 
 /* hccl_op_post.c */
 int zh_op_inlinable(const zh_op_t *op);
-/* Would op's input fit a post's inline area (ZH_INLINE_BUSY_MAX)? */
-int zh_op_inline_fits(const zh_op_t *op);
 int zh_op_caller_ok(const zh_comm_t *c, const zh_op_t *op);
 void zh_op_post(zh_comm_t *c, const zh_task_t *t);
 size_t zh_post_offset(uint32_t seq);

@@ -268,11 +268,9 @@ int zh_op_complete(zh_comm_t *c, const zh_task_t *t, int inline_only)
     uint32_t seq = t->seq;
     const zh_post_t **p = c->scratch.post;
     int zc = 1;
-    int inl = 1;
     for (int q = 0; q < c->nranks; q++) {
         p[q] = &c->peers[q].ctrl->post[seq & 1u];
         zc &= p[q]->zc_ok != 0;
-        inl &= p[q]->inl != 0;
     }
     for (int q = 1; q < c->nranks; q++) {
         if (!zh_op_agree(c, p[0], p[q], q, seq)) {
@@ -282,9 +280,7 @@ int zh_op_complete(zh_comm_t *c, const zh_task_t *t, int inline_only)
     if (op->kind == ZH_OP_BARRIER) {
         return ZC_OK; /* everyone arrived */
     }
-    /* Every post carries its input (decided from my own op, not a peer's
-     * word, which kinds and sizes the inline areas hold). */
-    if (zc && inl && zh_op_inline_fits(op)) {
+    if (zc && zh_op_inlinable(op)) {
         zh_levels_log_algo(c->levels, op->kind, op->send_bytes, "flat", "inline");
         zh_op_inline(c, op, seq, op->send_bytes);
         return ZC_OK;

@@ -88,19 +88,6 @@ int zh_op_inlinable(const zh_op_t *op)
            op->send_bytes <= ZH_INLINE_MAX;
 }
 
-int zh_op_inline_fits(const zh_op_t *op)
-{
-    return (op->kind == ZH_OP_ALLREDUCE || op->kind == ZH_OP_ALLGATHER) &&
-           op->send_bytes <= ZH_INLINE_BUSY_MAX;
-}
-
-/* Does my post carry op's input: an inlinable op, or one that fits the
- * inline area while cores are busy? */
-static int zh_op_carries(const zh_op_t *op)
-{
-    return zh_op_inlinable(op) || (zh_op_inline_fits(op) && zc_yield_is_off());
-}
-
 /* May op run whole on the caller's thread (steps 1-6) when its stream is
  * idle and every rank's buffers are activated? Zero-copy collectives whose
  * buffers are at most c->caller_max bytes each: ZH_CALLER_MAX, where the
@@ -160,11 +147,8 @@ void zh_op_post(zh_comm_t *c, const zh_task_t *t)
     post->root = op->root;
     post->count = op->count;
     /* Small AllReduce / AllGather: my input travels with my post (used only
-     * if every rank is on activated memory, which we learn from the posts),
-     * and up to ZH_INLINE_BUSY_MAX while cores are busy (used only if every
-     * post carries it). */
-    post->inl = (uint8_t)(zc_ok && zh_op_carries(op));
-    if (post->inl && op->send_bytes > 0) {
+     * if every rank is on activated memory, which we learn from the posts). */
+    if (zh_op_inlinable(op) && op->send_bytes > 0 && zc_ok) {
         uint8_t *inl = op->send_bytes <= ZH_POST_DATA ? post->data : c->ctrl->idata[seq & 1u];
         memcpy(inl, op->send, op->send_bytes);
     }
