@@ -121,7 +121,7 @@ int zh_ccl_ensure(zh_comm_t *c)
         return ZC_OK;
     }
     size_t common = (size_t)c->buffsize;
-    int st = c->ccl_local != NULL ? ZC_OK : zh_ccl_create(c, common);
+    int st = zh_ccl_create(c, common); /* a failed set-up released everything */
     if (st == ZC_OK) {
         c->ctrl->ccl_token = c->ccl_offer;
         c->ctrl->ccl_bytes = common;

@@ -6,7 +6,6 @@
 #include "op/hccl_op.h"
 #include "topo/hccl_topo.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "zc/log.h"
@@ -89,11 +88,8 @@ static int zh_op_direct_run(zh_comm_t *c, const zh_op_t *op, coll_args_t *a)
     int hier = zh_hier_wanted(c, op, &need);
     int result = hier && need > 0 ? zh_ccl_ensure(c) : ZC_OK; /* need: alike on every rank */
     hier = hier && result == ZC_OK && need <= c->ccl_bytes;   /* ccl_bytes: the min of all ranks' */
-    char algo[16] = "flat";
-    if (hier) {
-        snprintf(algo, sizeof(algo), "hier:%s", zh_level_kind_name(c->levels->hier->kind));
-    }
-    zh_levels_log_algo(c->levels, op->kind, op->send_bytes, algo, "zero-copy");
+    zh_levels_log_algo(c->levels, op->kind, op->send_bytes, hier ? c->levels->hier : NULL,
+                       "zero-copy");
     if (result != ZC_OK || !hier) {
         return result != ZC_OK ? result : zh_ops[op->kind].direct(a);
     }
@@ -281,7 +277,7 @@ int zh_op_complete(zh_comm_t *c, const zh_task_t *t, int inline_only)
         return ZC_OK; /* everyone arrived */
     }
     if (zc && zh_op_inlinable(op)) {
-        zh_levels_log_algo(c->levels, op->kind, op->send_bytes, "flat", "inline");
+        zh_levels_log_algo(c->levels, op->kind, op->send_bytes, NULL, "inline");
         zh_op_inline(c, op, seq, op->send_bytes);
         return ZC_OK;
     }
@@ -289,7 +285,7 @@ int zh_op_complete(zh_comm_t *c, const zh_task_t *t, int inline_only)
         return 1;
     }
     if (!zc) {
-        zh_levels_log_algo(c->levels, op->kind, op->send_bytes, "flat", "buffered");
+        zh_levels_log_algo(c->levels, op->kind, op->send_bytes, NULL, "buffered");
     }
     return zh_op_algorithm(c, op, seq, p, zc);
 }

@@ -95,9 +95,10 @@ const char *zh_level_kind_name(int kind);
  * and its group and index at each level. */
 void zh_levels_log(const zh_levels_t *lv, const zh_boot_entry_t *mine);
 /* At INFO (TOPO), once per (collective, size class) on this comm: the
- * algorithm chosen for op kind `kind` of `bytes` per rank ("flat",
- * "hier:numa", ...), and the path. */
-void zh_levels_log_algo(zh_levels_t *lv, int kind, uint64_t bytes, const char *algo,
+ * algorithm chosen for op kind `kind` of `bytes` per rank ("flat" when by
+ * is NULL, else "hier:<by's kind>"), and the path; the line is formatted
+ * only when it is logged. */
+void zh_levels_log_algo(zh_levels_t *lv, int kind, uint64_t bytes, const zh_level_t *by,
                         const char *path);
 
 #endif /* HCCL_TOPO_H */

@@ -14,7 +14,7 @@ static int zh_size_class(uint64_t bytes)
     return bytes <= 1 ? 0 : 64 - __builtin_clzll(bytes - 1);
 }
 
-void zh_levels_log_algo(zh_levels_t *lv, int kind, uint64_t bytes, const char *algo,
+void zh_levels_log_algo(zh_levels_t *lv, int kind, uint64_t bytes, const zh_level_t *by,
                         const char *path)
 {
     if (lv == NULL || kind <= 0 || kind >= ZH_OP_MAX) {
@@ -26,7 +26,8 @@ void zh_levels_log_algo(zh_levels_t *lv, int kind, uint64_t bytes, const char *a
         (atomic_fetch_or_explicit(&lv->logged[kind], bit, memory_order_relaxed) & bit) != 0) {
         return;
     }
-    ZC_INFO(ZC_SUB_TOPO, "%s of (%llu, %llu] bytes: algorithm %s (%d levels), path %s",
+    ZC_INFO(ZC_SUB_TOPO, "%s of (%llu, %llu] bytes: algorithm %s%s (%d levels), path %s",
             zh_op_name(kind), k > 0 ? (unsigned long long)1 << (k - 1) : 0ull,
-            (unsigned long long)1 << k, algo, lv->n, path);
+            (unsigned long long)1 << k, by != NULL ? "hier:" : "flat",
+            by != NULL ? zh_level_kind_name(by->kind) : "", lv->n, path);
 }
