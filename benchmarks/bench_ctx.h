@@ -49,7 +49,8 @@ enum {
     BENCH_REF_NVAR,
 };
 
-/** The reference's shared memory: every rank's memfd mapped here. */
+/** The reference's shared memory: every rank's memfd mapped here, and where
+ *  its data lives (zccl's own buffers when they are activated memory). */
 typedef struct bench_ref {
     int ok;                         /**< mapped on every rank */
     int yield;                      /**< more ranks than cores: yield while waiting */
@@ -63,6 +64,9 @@ typedef struct bench_ref {
     size_t recv_off;            /**< receive area */
     size_t region;              /**< bytes of a region */
     unsigned char **base;       /**< base[q]: rank q's region, mapped here */
+    unsigned char **zsend;      /**< zsend[q]: rank q's zccl send buffer seen here, or NULL
+                                     (then the data is in the regions' send areas) */
+    unsigned char **zrecv;      /**< zrecv[q]: its receive buffer */
     const void **in;            /**< per-op scratch: in[q] */
     void **out;                 /**< per-op scratch: out[q] */
 } bench_ref_t;

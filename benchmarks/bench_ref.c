@@ -12,12 +12,21 @@
  * leaves on the table. A row above 105 % means some reference variant is not
  * ideal and must be improved here, never that the figure should be clamped.
  *
- * Memory. Each rank creates one memfd laid out as zccl's buffers are (a
- * header page with its barrier counter, two inline slots, the send area,
- * the receive area, both as large as zccl's), and every rank maps every
- * peer's memfd through /proc/PID/fd (same host, same user): each process
- * sees all ranks' buffers, as zccl's zero-copy path does. MPI only swaps the
- * pids and fds and starts and times the batches.
+ * Memory. Each rank creates one memfd (a header page with its barrier
+ * counter, two inline slots), and every rank maps every peer's memfd
+ * through /proc/PID/fd (same host, same user). The data is zccl's own: when
+ * the tool runs on activated memory (-z 1) the reference reads and writes
+ * zccl's send and receive buffers of every rank, through the same views of
+ * the peers' buffers zccl uses (zccl_comm_peer_addr), so both sides run on
+ * the same physical pages. Otherwise (-z 0, aclrtMalloc buffers no peer
+ * maps) each memfd also holds a send and a receive area as large as zccl's,
+ * and each process sees all ranks' areas, as zccl's zero-copy path would.
+ * Why the same pages: on a VM, memory allocated at different times can
+ * stream at different speeds for the whole life of the process (the host
+ * backs it differently); with separate buffers the side allocated first ran
+ * 20-30 % slower on cold data whichever side it was (perf log 2026-12-06).
+ * MPI only swaps the pids, fds and addresses and starts and times the
+ * batches.
  *
  * Synchronisation. One counter per rank on its own cache line, written only
  * by that rank and only ever increased; a barrier is: fence the streaming
@@ -45,10 +54,12 @@
  * one untimed op of its own (bench_warm), so none pays to refill the cache
  * with its data after the other's.
  *
- * Memory placement. The regions are madvised for transparent huge pages,
- * as zccl's physical memory is (vmm/), so neither side gets huge pages the
- * other lacks when shmem THP is enabled ("advise"), and every rank maps the
- * regions at zccl's address colours (BENCH_REF_COLOR_STEP).
+ * Memory placement (the own data areas of -z 0). The regions are madvised
+ * for transparent huge pages, as zccl's physical memory is (vmm/), so
+ * neither side gets huge pages the other lacks when shmem THP is enabled
+ * ("advise"), and every rank maps the regions at zccl's address colours
+ * (BENCH_REF_COLOR_STEP).
+ * The variants:
  *  - direct:     barrier (every input ready); the tool's kernel reads peers'
  *                inputs and writes outputs in place; barrier (all writes done,
  *                nobody reads my input any more). The least a collective that
@@ -72,6 +83,8 @@
  * or in place (peers would read an input that is being overwritten).
  */
 #include "bench_ctx.h"
+
+#include "core/hccl_test_api.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -140,13 +153,50 @@ static void *bench_ref_map(int fd, size_t size, uintptr_t at)
     return mmap(w + lead, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
 }
 
+/* zccl's send and receive buffers of every rank, as this process sees them
+ * (zccl_comm_peer_addr), when they are activated memory mapped from every
+ * peer: 1 on every rank, or 0 on every rank (then the data lives in the
+ * regions' own send and receive areas). */
+static int bench_ref_views(bench_ctx_t *ctx)
+{
+    bench_ref_t *r = &ctx->ref;
+    size_t n = (size_t)ctx->nranks;
+    uint64_t mine[2] = {(uint64_t)(uintptr_t)ctx->sendbuf, (uint64_t)(uintptr_t)ctx->recvbuf};
+    uint64_t *all = malloc(2 * sizeof(uint64_t) * n);
+    r->zsend = calloc(n, sizeof(*r->zsend));
+    r->zrecv = calloc(n, sizeof(*r->zrecv));
+    if (all == NULL || r->zsend == NULL || r->zrecv == NULL) {
+        bench_die(ctx, "malloc (reference views)", 0, "out of memory");
+    }
+    MPI_Allgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, MPI_COMM_WORLD);
+    int ok = ctx->a.zero_copy;
+    for (size_t q = 0; ok && q < n; q++) {
+        r->zsend[q] = zccl_comm_peer_addr(ctx->comm, (uint32_t)q, (void *)(uintptr_t)all[2 * q],
+                                          ctx->send_cap);
+        r->zrecv[q] = zccl_comm_peer_addr(ctx->comm, (uint32_t)q, (void *)(uintptr_t)all[2 * q + 1],
+                                          ctx->recv_cap);
+        ok = r->zsend[q] != NULL && r->zrecv[q] != NULL;
+    }
+    free(all);
+    int all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_ok) {
+        free(r->zsend);
+        free(r->zrecv);
+        r->zsend = NULL;
+        r->zrecv = NULL;
+    }
+    return all_ok;
+}
+
 /* Map every rank's memfd; 0 on every rank or -1 on every rank (told why). */
 int bench_ref_open(bench_ctx_t *ctx)
 {
     bench_ref_t *r = &ctx->ref;
+    int views = bench_ref_views(ctx);
     r->send_off = BENCH_REF_HDR + 2 * BENCH_REF_SLOT_BYTES;
-    r->recv_off = r->send_off + bench_round_page(ctx->send_cap);
-    r->region = r->recv_off + bench_round_page(ctx->recv_cap);
+    r->recv_off = r->send_off + (views ? 0 : bench_round_page(ctx->send_cap));
+    r->region = r->recv_off + (views ? 0 : bench_round_page(ctx->recv_cap));
     r->base = calloc((size_t)ctx->nranks, sizeof(*r->base));
     r->in = calloc((size_t)ctx->nranks, sizeof(*r->in));
     r->out = calloc((size_t)ctx->nranks, sizeof(*r->out));
@@ -196,6 +246,10 @@ int bench_ref_open(bench_ctx_t *ctx)
     r->ok = 1;
     /* Touch every page of my region now, so no page fault is timed. */
     memset(r->base[ctx->rank] + BENCH_REF_HDR, 0, r->region - BENCH_REF_HDR);
+    if (views) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        return 0; /* the data is zccl's, filled already */
+    }
     bench_op_t op = {.rank = ctx->rank,
                      .nranks = ctx->nranks,
                      .dtype = ctx->a.dtype,
@@ -219,6 +273,10 @@ void bench_ref_close(bench_ctx_t *ctx)
     free(r->base);
     free(r->in);
     free(r->out);
+    free(r->zsend);
+    free(r->zrecv);
+    r->zsend = NULL;
+    r->zrecv = NULL;
     r->base = NULL;
     r->in = NULL;
     r->out = NULL;
@@ -269,16 +327,20 @@ double bench_ref_probe_ns(bench_ctx_t *ctx)
     return (bench_now() - t0) / BENCH_REF_PROBE_BARRIERS * 1e9;
 }
 
-/* Offset in a ref region of a pointer into zccl's send or receive buffer. */
-static size_t bench_ref_offset(const bench_ctx_t *ctx, const void *p)
+/* Where the reference finds rank q's data at p, a pointer into zccl's send
+ * or receive buffer: zccl's own buffer as seen here, or the same offset in
+ * q's region. */
+static unsigned char *bench_ref_at(const bench_ctx_t *ctx, int q, const void *p)
 {
+    const bench_ref_t *r = &ctx->ref;
     const char *c = p;
     const char *s = ctx->sendbuf;
-    const char *v = ctx->recvbuf;
-    if (c >= s && c < s + ctx->send_cap) {
-        return ctx->ref.send_off + (size_t)(c - s);
+    int in_send = c >= s && c < s + ctx->send_cap;
+    size_t off = (size_t)(c - (in_send ? s : (const char *)ctx->recvbuf));
+    if (r->zsend != NULL) {
+        return (in_send ? r->zsend[q] : r->zrecv[q]) + off;
     }
-    return ctx->ref.recv_off + (size_t)(c - v);
+    return r->base[q] + (in_send ? r->send_off : r->recv_off) + off;
 }
 
 /* in[q] / out[q] of ring entry j in the ref regions, every rank's shape. */
@@ -288,8 +350,8 @@ static void bench_ref_ptrs(bench_ctx_t *ctx, const bench_ring_t *ring, size_t j,
     for (int q = 0; q < ctx->nranks; q++) {
         bench_op_t op;
         bench_ring_op(ctx, ring, j, q, &op);
-        r->in[q] = r->base[q] + bench_ref_offset(ctx, op.send);
-        r->out[q] = r->base[q] + bench_ref_offset(ctx, op.recv);
+        r->in[q] = bench_ref_at(ctx, q, op.send);
+        r->out[q] = bench_ref_at(ctx, q, op.recv);
         if (q == ctx->rank) {
             *mine = op;
             mine->send = (void *)r->in[q];
