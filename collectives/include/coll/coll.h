@@ -107,6 +107,8 @@ typedef struct {
                          * over all ranks (inputs + outputs) reaches 2 x nt_min,
                          * or when their output was not touched within the last
                          * 2 x nt_min bytes of op data (coll_nt.c) */
+    size_t ag_pull_min; /* AllGather output bytes per rank from which it pulls when every
+                         * rank asked to (coll_args_t.pull); 0: it never does */
 } coll_tuning_t;
 
 /** nt_min when none is configured, for a last-level cache of llc_bytes (0:
@@ -218,7 +220,7 @@ typedef struct {
 
     coll_sync_t *sync;
     uint64_t *staged_bytes;    /* += bytes copied into CCL buffers (may be NULL) */
-    const coll_tuning_t *tune; /* NULL: oneshot_max 16 KiB, nt_min 4 MiB */
+    const coll_tuning_t *tune; /* NULL: oneshot_max 16 KiB, nt_min 4 MiB, ag_pull_min 0 */
     coll_reuse_t *reuse;       /* the communicator's history (NULL: size rule only) */
     uint64_t start_ns;         /* when the last rank posted the op (CLOCK_MONOTONIC); 0: unknown */
     /* AllGather: every rank asked to pull, its output probably cached
@@ -240,9 +242,9 @@ typedef struct {
 int coll_allreduce_direct(const coll_args_t *a);
 int coll_allreduce_staged(const coll_args_t *a);
 int coll_allgather_direct(const coll_args_t *a); /* count = per-rank send count */
-/* Is an AllGather output of out_bytes per rank large enough for its rank to
- * ask to pull (coll_args_t.pull, with its output probably cached)? */
-int coll_allgather_pull_fits(size_t out_bytes);
+/* May a rank whose AllGather output (out_bytes per rank) is probably cached
+ * ask to pull (coll_args_t.pull), under tune (NULL: the defaults)? */
+int coll_allgather_pull_fits(const coll_tuning_t *tune, size_t out_bytes);
 int coll_allgather_staged(const coll_args_t *a);
 int coll_allgatherv_direct(const coll_args_t *a); /* recv_counts/recv_displs[r] */
 int coll_allgatherv_staged(const coll_args_t *a);

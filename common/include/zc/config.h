@@ -94,6 +94,10 @@ typedef enum {
       "(memory per rank grows with them: docs/ARCHITECTURE.md, control segment)")                  \
     X(ZCCL_ONESHOT_MAX, ZC_CFG_UINT, oneshot_max, "16384", 0, 1073741824,                          \
       "AllReduce messages up to this many bytes use the one-shot algorithm")                       \
+    X(ZCCL_AG_PULL_MIN, ZC_CFG_UINT, ag_pull_min, "0", 0, 1073741824,                              \
+      "AllGather outputs of at least this many bytes per rank are pulled (every rank copies "      \
+      "each block into its own output) instead of pushed when every rank's output is probably "    \
+      "cached (0 = always push from 512 KiB; which form is faster depends on the host)")           \
     X(ZCCL_NT_MIN, ZC_CFG_UINT, nt_min, "0", 0, 4294967295u,                                       \
       "Copies of at least this many bytes use non-temporal stores; direct AllReduce and "          \
       "AllGather stream from twice this much data over all ranks, or when their output was not "   \

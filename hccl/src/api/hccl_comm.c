@@ -188,6 +188,7 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     c->spin_iters = (uint32_t)env->spin_iters;
     c->tune.oneshot_max = (size_t)env->oneshot_max;
     c->tune.nt_min = (size_t)env->nt_min;
+    c->tune.ag_pull_min = (size_t)env->ag_pull_min;
     if (c->tune.nt_min == 0) {
         uint64_t llc = zc_llc_bytes();
         c->tune.nt_min = coll_nt_min_for_llc(llc);

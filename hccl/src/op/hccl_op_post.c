@@ -129,7 +129,7 @@ void zh_op_post(zh_comm_t *c, const zh_task_t *t)
      * (coll_allgather.c). Op k - 1 is done here (zh_op_turn): the history
      * is op k's to read. */
     mine->pull =
-        op->kind == ZH_OP_ALLGATHER && coll_allgather_pull_fits(op->recv_bytes) &&
+        op->kind == ZH_OP_ALLGATHER && coll_allgather_pull_fits(&c->tune, op->recv_bytes) &&
         !coll_nt_expect(&c->reuse, &c->tune, c->nranks, op->send_bytes, op->recv_bytes, op->recv);
     int zc_ok = zh_mem_local_covers(c, mine->send_va, op->send_bytes) &&
                 zh_mem_local_covers(c, mine->recv_va, op->recv_bytes);

@@ -11,9 +11,9 @@
 /* oneshot_max / nt_min pairs: defaults, always reduce-scatter-write with
  * streaming stores, always one-shot without. */
 static const coll_tuning_t tunes[] = {
-    {COLL_DEFAULT_ONESHOT_MAX, COLL_DEFAULT_NT_MIN},
-    {0, 1},
-    {SIZE_MAX, 0},
+    {COLL_DEFAULT_ONESHOT_MAX, COLL_DEFAULT_NT_MIN, 0},
+    {0, 1, 0},
+    {SIZE_MAX, 0, 0},
 };
 
 static void run_all(tc_kind_t kind, int staged)

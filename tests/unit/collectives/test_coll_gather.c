@@ -123,6 +123,7 @@ static void test_allgather_push(void **state)
                                       (size_t)(1536 * 1024) / (size_t)np + 7);
                 c.inplace = forms[f];
                 c.pull = rep >= 5;
+                c.tune.ag_pull_min = (size_t)1 << 20;
                 c.tune.nt_min = rep % 5 == 4 ? 0 : 8u << 20;
                 tc_run_case(&c);
             }
@@ -130,16 +131,22 @@ static void test_allgather_push(void **state)
     }
 }
 
-/* Who may ask to pull: from 1 MiB of output per rank (below, pushing or
- * pulling is chosen by size alone). */
+/* Who may ask to pull: from ag_pull_min bytes of output per rank, and
+ * nobody while it is 0, the default (below 512 KiB, pushing or pulling is
+ * chosen by size alone). */
 static void test_allgather_pull_fits(void **state)
 {
     (void)state;
     const size_t mib = (size_t)1 << 20;
-    assert_false(coll_allgather_pull_fits(0));
-    assert_false(coll_allgather_pull_fits(mib - 1));
-    assert_true(coll_allgather_pull_fits(mib));
-    assert_true(coll_allgather_pull_fits(SIZE_MAX));
+    coll_tuning_t t = {.oneshot_max = COLL_DEFAULT_ONESHOT_MAX, .nt_min = COLL_DEFAULT_NT_MIN};
+    assert_false(coll_allgather_pull_fits(NULL, SIZE_MAX));
+    assert_false(coll_allgather_pull_fits(&t, mib));
+    assert_false(coll_allgather_pull_fits(&t, SIZE_MAX));
+    t.ag_pull_min = mib;
+    assert_false(coll_allgather_pull_fits(&t, 0));
+    assert_false(coll_allgather_pull_fits(&t, mib - 1));
+    assert_true(coll_allgather_pull_fits(&t, mib));
+    assert_true(coll_allgather_pull_fits(&t, SIZE_MAX));
 }
 
 /* A staged rank with a NULL send (the root for Broadcast / Scatter) fails

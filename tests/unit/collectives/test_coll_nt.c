@@ -20,7 +20,7 @@
 #define NT_TRIAL_OPS 8 /* 2 ops cached, 4 streaming, 2 cached */
 
 /* nt_min 8 MiB: the window is 16 MiB of op data. */
-static const coll_tuning_t nt_tune = {16384, 8u << 20};
+static const coll_tuning_t nt_tune = {16384, 8u << 20, 0};
 
 /* The ops' common start (coll_args_t.start_ns) that nt_pick passes. */
 static uint64_t nt_start_ns;
@@ -66,7 +66,7 @@ static void test_size_rule(void **state)
     assert_int_equal(nt_ar(&r, 2, 0, 32 << 10), 0);
     assert_int_equal(r.clock, 0);
     /* nt_min 0: never streaming. */
-    coll_tuning_t never = {16384, 0};
+    coll_tuning_t never = {16384, 0, 0};
     const void *ins[TC_MAXR] = {NT_BUF(0)};
     void *outs[TC_MAXR] = {NT_BUF(1)};
     coll_args_t a;

@@ -82,6 +82,7 @@ static const zt_var_t zt_vars[] = {
     {"ZCCL_CALLER_MAX", "0", NULL, NULL, "0", "1099511627777"},
     {"ZCCL_MAX_LOCAL_RANKS", "1024", NULL, NULL, NULL, "1025"},
     {"ZCCL_ONESHOT_MAX", "16384", NULL, NULL, "0", "1073741825"},
+    {"ZCCL_AG_PULL_MIN", "0", NULL, NULL, "0", "1073741825"},
     {"ZCCL_NT_MIN", "0", NULL, NULL, "0", "4294967296"},
     {"ZCCL_HIER", "auto", "abc", "-1", "0", NULL}, /* a comm warns at init */
     {"ZCCL_NET_CHUNK", "1048576", NULL, NULL, NULL, "1073741825"},

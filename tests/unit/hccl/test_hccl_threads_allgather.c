@@ -30,7 +30,8 @@
  * expects. Rank 0 reuses one output; rank 1 cycles through 8, so after its
  * first 8 ops its history expects each output evicted (streaming) while
  * rank 0's expects cached: a rank choosing alone would pull beside a pushing
- * peer and leave a slot of the peer's output unwritten. 24 ops of 4 MiB
+ * peer and leave a slot of the peer's output unwritten (pulling is on:
+ * ZCCL_AG_PULL_MIN, set in main). 24 ops of 4 MiB
  * of output per rank at np 2 and at np 4 (4 threads share the CI machine's
  * 2 cores), each output checked (raw bits, a new pattern per op). */
 #define PULL_OUT ((size_t)4 << 20)
@@ -91,6 +92,7 @@ int main(void)
 {
     setenv("HCCL_EXEC_TIMEOUT", "60", 0);
     setenv("HCCL_CONNECT_TIMEOUT", "60", 0);
+    setenv("ZCCL_AG_PULL_MIN", "1048576", 1); /* test_form_agreed: ranks may pull */
     const struct CMUnitTest tests[] = {ZT_SUITE1_TESTS(&cfg), cmocka_unit_test(test_form_agreed)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
