@@ -635,27 +635,58 @@ void coll_kern_force(int kern)
     atomic_store_explicit(&coll_kern_forced, kern, memory_order_relaxed);
 }
 
-int coll_kern_active(void)
+/* ZCCL_KERNEL's pick: the kernel, plus COLL_KERN_AUTO when it was auto. */
+#define COLL_KERN_AUTO 0x100
+
+static int coll_kern_configured(void)
 {
     static atomic_int picked = -1;
-    int f = atomic_load_explicit(&coll_kern_forced, memory_order_relaxed);
-    if (f >= 0) {
-        return f < coll_kern_best() ? f : coll_kern_best();
-    }
     int k = atomic_load_explicit(&picked, memory_order_relaxed);
     if (k < 0) {
         /* racing first calls may each warn once; they agree on the value */
-        k = coll_kern_pick(zc_config()->kernel, coll_kern_best());
+        const char *want = zc_config()->kernel;
+        k = coll_kern_pick(want, coll_kern_best());
         ZC_INFO(ZC_SUB_COLL, "fp16/bf16 reduction kernel: %s", coll_kern_names[k]);
+        if (want == NULL || want[0] == '\0' || strcmp(want, "auto") == 0) {
+            k |= COLL_KERN_AUTO;
+        }
         atomic_store_explicit(&picked, k, memory_order_relaxed);
     }
     return k;
 }
 
+int coll_kern_active(void)
+{
+    int f = atomic_load_explicit(&coll_kern_forced, memory_order_relaxed);
+    if (f >= 0) {
+        return f < coll_kern_best() ? f : coll_kern_best();
+    }
+    return coll_kern_configured() & ~COLL_KERN_AUTO;
+}
+
+/* Calls of fewer elements than this run the AVX2 kernel where AVX-512's was
+ * picked automatically (same bits): on a few vectors the 512-bit kernel
+ * gains next to nothing, and on a CPU that lowers its clock while 512-bit
+ * instructions run, everything around a small op pays for it (decision
+ * 0030). */
+#define COLL_HALF_WIDE_MIN 1024u
+
+/* The kernel for one call of count elements. */
+static int coll_kern_for(size_t count)
+{
+    int kern = coll_kern_active();
+    if (kern >= COLL_KERN_AVX512 && count < COLL_HALF_WIDE_MIN &&
+        atomic_load_explicit(&coll_kern_forced, memory_order_relaxed) < 0 &&
+        (coll_kern_configured() & COLL_KERN_AUTO)) {
+        return COLL_KERN_AVX2;
+    }
+    return kern;
+}
+
 void coll_reduce_half(void *dst, const void *const *src, size_t off, int n, size_t count, int dtype,
                       int op)
 {
-    int kern = coll_kern_active();
+    int kern = coll_kern_for(count);
 #if COLL_KERN_X86
     if (kern >= COLL_KERN_AVX512) {
         if (dtype == COLL_FP16) {

@@ -50,7 +50,7 @@
 #include "zc/export.h"
 #include "zc/status.h"
 
-#define ZH_CTRL_VERSION 4u
+#define ZH_CTRL_VERSION 5u
 /* Ranks a communicator may have across hosts; a host's share of them is
  * bounded by ZCCL_MAX_LOCAL_RANKS (at most this many), checked at init. */
 #define ZH_MAX_COMM_RANKS 1024
@@ -110,9 +110,11 @@ typedef struct {
  * activated memory, the data itself: up to ZH_POST_DATA bytes in this line,
  * up to ZH_INLINE_MAX in the slot's inline area. Such an op costs one
  * transfer of the data per peer and no exit barrier (the slot is reused two
- * ops later, when every peer has provably read it). */
+ * ops later, when every peer has provably read it). Past 512 bytes the
+ * copies into and out of the slot cost more than the barrier saved
+ * (decision 0006). */
 #define ZH_POST_DATA 24
-#define ZH_INLINE_MAX 4096
+#define ZH_INLINE_MAX 512
 typedef struct {
     _Alignas(ZC_CACHELINE) atomic_uint value;
     atomic_uint sleepers;
