@@ -607,9 +607,14 @@ const char *coll_kern_name(int kern)
     return kern >= 0 && kern < COLL_KERN_COUNT ? coll_kern_names[kern] : "?";
 }
 
+static int coll_kern_is_auto(const char *want)
+{
+    return want == NULL || want[0] == '\0' || strcmp(want, "auto") == 0;
+}
+
 int coll_kern_pick(const char *want, int best)
 {
-    if (want == NULL || want[0] == '\0' || strcmp(want, "auto") == 0) {
+    if (coll_kern_is_auto(want)) {
         return best;
     }
     for (int k = 0; k < COLL_KERN_COUNT; k++) {
@@ -647,7 +652,7 @@ static int coll_kern_configured(void)
         const char *want = zc_config()->kernel;
         k = coll_kern_pick(want, coll_kern_best());
         ZC_INFO(ZC_SUB_COLL, "fp16/bf16 reduction kernel: %s", coll_kern_names[k]);
-        if (want == NULL || want[0] == '\0' || strcmp(want, "auto") == 0) {
+        if (coll_kern_is_auto(want)) {
             k |= COLL_KERN_AUTO;
         }
         atomic_store_explicit(&picked, k, memory_order_relaxed);
@@ -655,13 +660,20 @@ static int coll_kern_configured(void)
     return k;
 }
 
-int coll_kern_active(void)
+/* The kernel in use, plus COLL_KERN_AUTO when ZCCL_KERNEL left it to the CPU
+ * and no test forced one. */
+static int coll_kern_choice(void)
 {
     int f = atomic_load_explicit(&coll_kern_forced, memory_order_relaxed);
     if (f >= 0) {
         return f < coll_kern_best() ? f : coll_kern_best();
     }
-    return coll_kern_configured() & ~COLL_KERN_AUTO;
+    return coll_kern_configured();
+}
+
+int coll_kern_active(void)
+{
+    return coll_kern_choice() & ~COLL_KERN_AUTO;
 }
 
 /* Calls of fewer elements than this run the AVX2 kernel where AVX-512's was
@@ -674,10 +686,9 @@ int coll_kern_active(void)
 /* The kernel for one call of count elements. */
 static int coll_kern_for(size_t count)
 {
-    int kern = coll_kern_active();
-    if (kern >= COLL_KERN_AVX512 && count < COLL_HALF_WIDE_MIN &&
-        atomic_load_explicit(&coll_kern_forced, memory_order_relaxed) < 0 &&
-        (coll_kern_configured() & COLL_KERN_AUTO)) {
+    int choice = coll_kern_choice();
+    int kern = choice & ~COLL_KERN_AUTO;
+    if ((choice & COLL_KERN_AUTO) && kern >= COLL_KERN_AVX512 && count < COLL_HALF_WIDE_MIN) {
         return COLL_KERN_AVX2;
     }
     return kern;
