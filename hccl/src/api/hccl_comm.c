@@ -222,6 +222,7 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     c->caller_max = env->caller_max != 0               ? env->caller_max
                     : ncpu > 0 && (long)nranks >= ncpu ? UINT64_MAX
                                                        : ZH_CALLER_MAX;
+    c->oversub = ncpu > 0 && (long)nranks > ncpu;
     c->hier_on = zh_hier_setting(env->hier, rank);
     int dev = zccl_current_device();
     c->device = dev >= 0 ? dev : 0;
@@ -246,7 +247,7 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
     /* Oversubscribed (more ranks than cores): spinning only burns the time
      * slice of the peer we wait for, so go straight to yielding, and keep
      * yielding however long a yield takes (zc_yield_to_peers). */
-    if (ncpu > 0 && (long)nranks > ncpu) {
+    if (c->oversub) {
         c->spin_iters = ZC_MIN(c->spin_iters, ZH_SPIN_OVERSUB);
         zc_yield_to_peers();
     }

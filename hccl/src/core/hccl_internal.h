@@ -294,6 +294,7 @@ typedef struct zh_comm {
     uint64_t buffsize;        /* bytes */
     uint64_t exec_timeout_ns; /* 0 = never */
     uint32_t spin_iters;
+    int oversub;         /* more ranks than online cores: waits yield at once, and sleep sooner */
     uint64_t caller_max; /* largest buffer of an op the caller's thread may run whole */
     int hier_on;         /* ZCCL_HIER allows the hierarchical collectives */
     coll_tuning_t tune;

@@ -15,8 +15,12 @@
 #include "zccl/vmm_ext.h"
 
 /* How long the caller's thread waits for the peers' posts before the
- * worker takes over, how long of it may be a busy spin (at most spin_iters
- * polls too), and until when it polls with yields; the rest sleeps. */
+ * worker takes over (a core per rank; oversubscribed), how long of it may
+ * be a busy spin (at most spin_iters polls too), and, oversubscribed, until
+ * when it polls with yields; the rest sleeps. With a core per rank a peer
+ * late by more than the spin was held up by the host for tens of us at
+ * most, mostly: a handoff then costs more than the wait. */
+#define ZH_INLINE_WAIT_CORE_NS 200000ull
 #define ZH_INLINE_WAIT_NS 50000ull
 /* The same wait while yields are off (zc_yield_is_off: a busy task shares
  * the core): the peers' posts come late by a wake each, and a handoff to
@@ -53,12 +57,18 @@ void zh_issue_leave(zh_comm_t *c)
 /* ---- issue ------------------------------------------------------------------------------ */
 
 /* Bounded wait on the caller's thread for every peer's post of seq: a
- * spin, then polls that yield the core for up to ZH_INLINE_YIELD_NS (while
- * yields are short: zc_yield), then sleeps on the post line of the first peer missing, whose post
- * wakes a counted sleeper. A peer that shares this core (4 ranks on 2 cores) runs at the first
- * yield; sleeping at once would cost more than it saves there, as a wake that finds the core idle
- * takes longer than most small ops. A peer that is later than that waits for a core somewhere else
- * (a loaded host), and polls would only take CPU from it: the sleeper takes none until the post. */
+ * spin, then polls that yield the core (while yields are short: zc_yield)
+ * up to the bound. On an oversubscribed host the polls end at
+ * ZH_INLINE_YIELD_NS and the rest sleeps on the post line of the first peer
+ * missing, whose post wakes a counted sleeper: a peer that shares this core
+ * runs at the first yield, and sleeping at once would cost more than it
+ * saves there, as a wake that finds the core idle takes longer than most
+ * small ops; a peer that is later than that waits for a core somewhere else,
+ * and polls would keep it off this one. With a core per rank the polls go on
+ * to the bound: a peer late by more than the spin was held up by the host
+ * (an interrupt, a kernel thread), nobody waits for this core, and a sleep
+ * would make this rank late by a wake (tens of us on a VM) for the peers'
+ * next op. */
 static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
 {
     int q = zh_op_unposted(c, seq);
@@ -82,13 +92,15 @@ static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
         }
     }
     start = start != 0 ? start : zc_time_ns();
-    uint64_t bound = zc_yield_is_off() ? ZH_INLINE_SLEEP_WAIT_NS : ZH_INLINE_WAIT_NS;
+    uint64_t bound = zc_yield_is_off() ? ZH_INLINE_SLEEP_WAIT_NS
+                     : c->oversub      ? ZH_INLINE_WAIT_NS
+                                       : ZH_INLINE_WAIT_CORE_NS;
     for (;;) {
         uint64_t spent = zc_time_ns() - start;
         if (spent >= bound) {
             return 0;
         }
-        if (spent < ZH_INLINE_YIELD_NS && zc_yield()) {
+        if ((!c->oversub || spent < ZH_INLINE_YIELD_NS) && zc_yield()) {
             if ((q = zh_op_unposted(c, seq)) < 0) {
                 return 1;
             }
