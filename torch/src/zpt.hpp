@@ -216,6 +216,10 @@ class WorkZccl : public c10d::Work
     }
 
   private:
+    /* profiling: whether the profiler records (asked once per work). */
+    WorkZccl(bool profiling, std::shared_ptr<zpt_core> core, int rank, c10d::OpType type, int lane,
+             std::vector<at::Tensor> outputs, const std::vector<at::Tensor> &inputs);
+
     std::shared_ptr<zpt_core> core_;
     int lane_;
     std::vector<at::Tensor> outputs_;

@@ -75,8 +75,14 @@ static bool zpt_profiling()
 
 WorkZccl::WorkZccl(std::shared_ptr<zpt_core> core, int rank, c10d::OpType type, int lane,
                    std::vector<at::Tensor> outputs, const std::vector<at::Tensor> &inputs)
-    : c10d::Work(rank, type, zpt_profiling() ? zpt_prof_title(type) : nullptr,
-                 zpt_profiling() ? std::optional<std::vector<at::Tensor>>(inputs) : std::nullopt),
+    : WorkZccl(zpt_profiling(), std::move(core), rank, type, lane, std::move(outputs), inputs)
+{
+}
+
+WorkZccl::WorkZccl(bool profiling, std::shared_ptr<zpt_core> core, int rank, c10d::OpType type,
+                   int lane, std::vector<at::Tensor> outputs, const std::vector<at::Tensor> &inputs)
+    : c10d::Work(rank, type, profiling ? zpt_prof_title(type) : nullptr,
+                 profiling ? std::optional<std::vector<at::Tensor>>(inputs) : std::nullopt),
       core_(std::move(core)), lane_(lane), outputs_(std::move(outputs))
 {
 }
