@@ -677,11 +677,13 @@ int coll_kern_active(void)
 }
 
 /* Calls of fewer elements than this run the AVX2 kernel where AVX-512's was
- * picked automatically (same bits): on a few vectors the 512-bit kernel
- * gains next to nothing, and on a CPU that lowers its clock while 512-bit
- * instructions run, everything around a small op pays for it (decision
- * 0030). */
-#define COLL_HALF_WIDE_MIN 1024u
+ * picked automatically (same bits): on a CPU that lowers its clock while
+ * 512-bit instructions run, everything around a small op pays for it, which
+ * through PyTorch outweighs what the wide kernel gains on a few KiB
+ * (decision 0030). A large op reduces blocks of COLL_BLK_BYTES, which keep
+ * the wide kernel. */
+#define COLL_HALF_WIDE_MIN 4096u
+_Static_assert(COLL_HALF_WIDE_MIN <= COLL_BLK_BYTES / 2, "a large op's blocks stay wide");
 
 /* The kernel for one call of count elements. */
 static int coll_kern_for(size_t count)

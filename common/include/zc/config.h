@@ -114,7 +114,7 @@ typedef enum {
     X(ZCCL_NET_CHUNK, ZC_CFG_UINT, net_chunk, "1048576", 4096, 1073741824,                         \
       "Bytes per pipelined message of the inter-host (UCX) phase of a collective")                 \
     X(ZCCL_KERNEL, ZC_CFG_STR, kernel, "auto", 0, ZC_CFG_STR_MAX,                                  \
-      "fp16/bf16 reduction kernel: auto (the best this CPU runs; AVX2 for calls of under 1024 "    \
+      "fp16/bf16 reduction kernel: auto (the best this CPU runs; AVX2 for calls of under 4096 "    \
       "elements where that is AVX-512), scalar, avx2, avx512 or "                                  \
       "avx512bf16 (AVX-512 rounding bf16 with AVX512-BF16's instruction); all give the same "      \
       "bits; one the CPU cannot run falls back to the best it can")
