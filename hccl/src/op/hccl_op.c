@@ -18,8 +18,8 @@
  * worker takes over (a core per rank; oversubscribed), how long of it may
  * be a busy spin (at most spin_iters polls too), and, oversubscribed, until
  * when it polls with yields; the rest sleeps. With a core per rank a peer
- * late by more than the spin was held up by the host for tens of us at
- * most, mostly: a handoff then costs more than the wait. */
+ * late by more than the spin was mostly held up by the host for some tens
+ * of us, and waiting on costs less than a handoff to the worker. */
 #define ZH_INLINE_WAIT_CORE_NS 200000ull
 #define ZH_INLINE_WAIT_NS 50000ull
 /* The same wait while yields are off (zc_yield_is_off: a busy task shares
