@@ -131,18 +131,23 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
  * 1/COLL_TRIAL_MARGIN faster; then a new trial. From W to just under 2 W
  * the same trial runs with the roles swapped (the prior,
  * coll_trial_t.prior, is the model's kind: the settling ops run it, a
- * verdict keeps it unless the other kind wins by the margin, a tie of the
+ * verdict keeps it unless the other kind wins by its margin, a tie of the
  * ranks' votes keeps it). The size rule streams there because on a host
  * whose other tenants hold part of the cache an op of W cannot stay
- * cached; on a quieter one it can, and the trial finds which. The first
+ * cached; on a quieter one it can, and the trial finds which. There the
+ * cached halves are longer (coll_trial_half: that much data needs several
+ * cached passes to settle after streaming ones) and cached wins by
+ * 1/COLL_TRIAL_MARGIN_LONG, as its settled figures are no longer
+ * pessimistic. The first
  * trial's verdict holds for COLL_TRIAL_FIRST ops only: a program's early
  * ops still run slower cached than its later ones, so the first trial can
  * favour streaming wrongly. So does a verdict that left the prior: the
  * model's kind is right most of the time, and a stretch of the host that
  * covers a whole trial (cached ops slowed more than streaming ones) should
  * cost tens of ops, not a thousand. Where the other kind keeps winning,
- * every COLL_TRIAL_FIRST + COLL_TRIAL_OPS ops run COLL_TRIAL_RUN ops of
- * the prior: 3 % of the time where it is 1.5x slower.
+ * every COLL_TRIAL_FIRST + coll_trial_ops ops run COLL_TRIAL_RUN ops of
+ * the prior (the cached halves where cached is the prior, the streaming
+ * run where streaming is): 3 % of the time where it is 1.5x slower.
  *
  * A sample runs from the moment the last rank posted the op (a->start_ns,
  * from the posts' stamps), the same on every rank, to the end of this
@@ -164,24 +169,42 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
  * dropped) is not counted; with none counted a rank keeps its own.
  */
 #define COLL_TRIAL_SETTLE 16u
-#define COLL_TRIAL_RUN 4u
-#define COLL_TRIAL_OPS (2u * COLL_TRIAL_RUN) /* runs: cached, streaming, cached */
+#define COLL_TRIAL_RUN 4u       /* the streaming run, and both cached halves */
+#define COLL_TRIAL_HALF_LONG 8u /* each cached half where streaming is the prior */
 #define COLL_TRIAL_EVERY 1024u
 #define COLL_TRIAL_FIRST 64u
-#define COLL_TRIAL_MARGIN 10u
+#define COLL_TRIAL_MARGIN 10u      /* streaming over a cached prior: 10 % faster */
+#define COLL_TRIAL_MARGIN_LONG 20u /* cached over a streaming prior: 5 % faster */
 
-/* The kind of a trial's step: COLL_TRIAL_RUN / 2 ops cached, then
- * COLL_TRIAL_RUN streaming, then COLL_TRIAL_RUN / 2 cached. */
-static int coll_trial_kind(uint32_t step)
+/* Ops in each cached half of a shape's trial. Where streaming is the prior
+ * (W to 2 W of data), a cached run starts from a cache the streaming stores
+ * left cold, and that much data takes several passes to settle in it: two
+ * ops timed cached at 1.7x the streaming ones, where eight timed them
+ * 8 % faster (perf log 2026-12-06). */
+static uint32_t coll_trial_half(const coll_trial_t *t)
 {
-    return step >= COLL_TRIAL_RUN / 2 && step < COLL_TRIAL_RUN / 2 + COLL_TRIAL_RUN;
+    return t->prior ? COLL_TRIAL_HALF_LONG : COLL_TRIAL_RUN / 2;
+}
+
+/* The ops of a shape's trial: cached, streaming, cached. */
+static uint32_t coll_trial_ops(const coll_trial_t *t)
+{
+    return 2u * coll_trial_half(t) + COLL_TRIAL_RUN;
+}
+
+/* The kind of a trial's step: coll_trial_half ops cached, then
+ * COLL_TRIAL_RUN streaming, then coll_trial_half cached. */
+static int coll_trial_kind(const coll_trial_t *t, uint32_t step)
+{
+    uint32_t half = coll_trial_half(t);
+    return step >= half && step < half + COLL_TRIAL_RUN;
 }
 
 /* Is a trial's step the first of its run (untimed: it pays for the state
  * the other kind left)? */
-static int coll_trial_first(uint32_t step)
+static int coll_trial_first(const coll_trial_t *t, uint32_t step)
 {
-    return step == 0 || coll_trial_kind(step) != coll_trial_kind(step - 1);
+    return step == 0 || coll_trial_kind(t, step) != coll_trial_kind(t, step - 1);
 }
 
 static coll_trial_t *coll_trial_slot(coll_reuse_t *r, size_t in_bytes, size_t out_bytes, int prior)
@@ -245,7 +268,7 @@ static int coll_trial_kind_at(const coll_trial_t *t, uint32_t k)
         return t->prior;
     }
     uint32_t step = k - COLL_TRIAL_SETTLE; /* within the trial and what follows it */
-    return step < COLL_TRIAL_OPS ? coll_trial_kind(step) : t->nt;
+    return step < coll_trial_ops(t) ? coll_trial_kind(t, step) : t->nt;
 }
 
 /* What a trial does at its step (k - COLL_TRIAL_SETTLE): adopt the ranks'
@@ -253,14 +276,14 @@ static int coll_trial_kind_at(const coll_trial_t *t, uint32_t k)
  * first of each run. */
 static void coll_trial_step(coll_reuse_t *r, coll_trial_t *t, uint32_t step, uint64_t start_ns)
 {
-    if (step == COLL_TRIAL_OPS) {
+    if (step == coll_trial_ops(t)) {
         coll_trial_adopt(r, t);
     }
     if (step == 0) {
         t->best_ns[0] = t->best_ns[1] = UINT64_MAX;
         t->number++;
     }
-    if (step < COLL_TRIAL_OPS && !coll_trial_first(step)) {
+    if (step < coll_trial_ops(t) && !coll_trial_first(t, step)) {
         r->pend_slot = (int)(t - r->trial) + 1;
         r->pend_step = step;
         r->pend_t0 = start_ns != 0 ? start_ns : zc_time_ns();
@@ -275,7 +298,7 @@ static int coll_trial_pick(coll_reuse_t *r, size_t in_bytes, size_t out_bytes, u
     uint32_t k = t->step; /* ops of the shape so far, settling ones included */
     /* the first verdict, and one that left the model's kind, are retried soon */
     uint32_t every = t->number <= 1 || t->nt != t->prior ? COLL_TRIAL_FIRST : COLL_TRIAL_EVERY;
-    uint32_t end = COLL_TRIAL_SETTLE + COLL_TRIAL_OPS + every;
+    uint32_t end = COLL_TRIAL_SETTLE + coll_trial_ops(t) + every;
     t->step = k + 1 == end ? COLL_TRIAL_SETTLE : k + 1;
     if (k >= COLL_TRIAL_SETTLE) {
         coll_trial_step(r, t, k - COLL_TRIAL_SETTLE, start_ns);
@@ -290,15 +313,15 @@ void coll_nt_learn(coll_reuse_t *r, uint64_t ns)
     }
     coll_trial_t *t = &r->trial[r->pend_slot - 1];
     r->pend_slot = 0;
-    uint64_t *best = &t->best_ns[coll_trial_kind(r->pend_step)];
+    uint64_t *best = &t->best_ns[coll_trial_kind(t, r->pend_step)];
     *best = ns < *best ? ns : *best;
-    if (r->pend_step + 1 == COLL_TRIAL_OPS) {
+    if (r->pend_step + 1 == coll_trial_ops(t)) {
         uint64_t c = t->best_ns[0];
         uint64_t s = t->best_ns[1];
         uint64_t keep = t->best_ns[t->prior];
-        t->nt = keep != UINT64_MAX && t->best_ns[!t->prior] < keep - keep / COLL_TRIAL_MARGIN
-                    ? !t->prior
-                    : t->prior;
+        uint64_t margin = t->prior ? COLL_TRIAL_MARGIN_LONG : COLL_TRIAL_MARGIN;
+        int other_wins = keep != UINT64_MAX && t->best_ns[!t->prior] < keep - keep / margin;
+        t->nt = other_wins ? !t->prior : t->prior;
         if (r->verdict_out != NULL) {
             atomic_store_explicit(&r->verdict_out[t - r->trial], coll_trial_verdict(t, t->nt),
                                   memory_order_release);

@@ -18,6 +18,9 @@
 #define NT_FIRST 64
 #define NT_EVERY 1024
 #define NT_TRIAL_OPS 8 /* 2 ops cached, 4 streaming, 2 cached */
+/* Where streaming is the prior (W to 2 W): 8 cached, 4 streaming, 8 cached. */
+#define NT_TRIAL_HALF_LONG 8
+#define NT_TRIAL_OPS_LONG (2 * NT_TRIAL_HALF_LONG + 4)
 
 /* nt_min 8 MiB: the window is 16 MiB of op data. */
 static const coll_tuning_t nt_tune = {16384, 8u << 20, 0};
@@ -156,10 +159,10 @@ static void test_rotation_streams(void **state)
 }
 
 /* The ops of one trial of the shape nt_ar(r, 2, 0, size), 4 x size of data:
- * 2 ops cached, 4 streaming, 2 cached, the first of each run untimed; the
- * others get ns[] (cached, streaming), or slow[] in the first half of the
- * trial when it is not NULL (a slow stretch of the host). The shape's
- * settling ops run `prior`. */
+ * 2 ops cached, 4 streaming, 2 cached (8, 4, 8 where streaming is the
+ * prior), the first of each run untimed; the others get ns[] (cached,
+ * streaming), or slow[] in the first half of the trial when it is not NULL
+ * (a slow stretch of the host). The shape's settling ops run `prior`. */
 static void nt_trial_ops_slow(coll_reuse_t *r, const uint64_t ns[2], const uint64_t *slow,
                               size_t size, int prior)
 {
@@ -171,16 +174,18 @@ static void nt_trial_ops_slow(coll_reuse_t *r, const uint64_t ns[2], const uint6
             assert_int_equal(r->pend_slot, 0);
         }
     }
-    for (int i = 0; i < NT_TRIAL_OPS; i++) {
-        int kind = i >= 2 && i < 6;
+    int half = prior ? NT_TRIAL_HALF_LONG : 2;
+    int ops = 2 * half + 4;
+    for (int i = 0; i < ops; i++) {
+        int kind = i >= half && i < half + 4;
         assert_int_equal(nt_ar(r, 2, 0, size), kind);
-        if (i == 0 || i == 2 || i == 6) {
+        if (i == 0 || i == half || i == half + 4) {
             assert_int_equal(r->pend_slot, 0);
         } else {
             assert_int_not_equal(r->pend_slot, 0);
             /* the first timed streaming op is slow: the best one counts */
-            const uint64_t *t = slow != NULL && i < NT_TRIAL_OPS / 2 ? slow : ns;
-            coll_nt_learn(r, t[kind] * (i == 3 ? 3 : 1));
+            const uint64_t *t = slow != NULL && i < ops / 2 ? slow : ns;
+            coll_nt_learn(r, t[kind] * (i == half + 1 ? 3 : 1));
             assert_int_equal(r->pend_slot, 0);
         }
     }
@@ -427,15 +432,16 @@ static void test_expect_follows_trial(void **state)
 }
 
 /* From W to just under 2 W of data the size rule's streaming is the prior:
- * the settling ops stream, and a trial turns to cached only when cached won
- * by the margin. At 2 W, streaming without a trial. */
+ * the settling ops stream, the trial's cached halves are 8 ops each, and it
+ * turns to cached only when cached won by 5 %. At 2 W, streaming without a
+ * trial. */
 static void test_trial_above_window(void **state)
 {
     (void)state;
     coll_reuse_t r;
     const size_t size = 5 * MIB; /* 20 MiB of data; W is 16 */
-    const uint64_t cached_wins[2] = {800, 1000};
-    const uint64_t close[2] = {950, 1000};
+    const uint64_t cached_wins[2] = {930, 1000};
+    const uint64_t close[2] = {960, 1000};
     const uint64_t stream_wins[2] = {1000, 800};
     memset(&r, 0, sizeof(r));
     nt_trial_ops_from(&r, cached_wins, size, 1);
@@ -450,7 +456,7 @@ static void test_trial_above_window(void **state)
     assert_int_equal(nt_after_trial(&r, size), 1);
     /* No timings at all: the prior. */
     memset(&r, 0, sizeof(r));
-    for (int i = 0; i < 16 + NT_TRIAL_OPS; i++) {
+    for (int i = 0; i < 16 + NT_TRIAL_OPS_LONG; i++) {
         (void)nt_ar(&r, 2, 0, size);
     }
     assert_int_equal(nt_ar(&r, 2, 0, size), 1);
