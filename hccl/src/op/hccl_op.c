@@ -23,8 +23,9 @@
 #define ZH_INLINE_WAIT_CORE_NS 200000ull
 #define ZH_INLINE_WAIT_NS 50000ull
 /* The same wait while yields are off (zc_yield_is_off: a busy task shares
- * the core): the peers' posts come late by a wake each, and a handoff to
- * the worker would add two more (its own and the caller's). */
+ * the core): after the spin it sleeps, as a yield would hand the busy task
+ * a slice; the peers' posts come late by a wake each, and a handoff to the
+ * worker would add two more (its own and the caller's). */
 #define ZH_INLINE_SLEEP_WAIT_NS 1000000ull
 #define ZH_INLINE_SPIN_NS 20000ull
 #define ZH_INLINE_YIELD_NS 25000ull
@@ -68,7 +69,9 @@ void zh_issue_leave(zh_comm_t *c)
  * to the bound: a peer late by more than the spin was held up by the host
  * (an interrupt, a kernel thread), nobody waits for this core, and a sleep
  * would make this rank late by a wake (tens of us on a VM) for the peers'
- * next op. */
+ * next op. While a busy task shares the core (yields off) the spin runs
+ * too, then the wait sleeps: the peer is due within the spin most of the
+ * time, and a sleeper's wake can wait milliseconds behind the busy task. */
 static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
 {
     int q = zh_op_unposted(c, seq);
@@ -86,7 +89,7 @@ static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
         if (i % 64 == 0) {
             uint64_t now = zc_time_ns();
             start = start != 0 ? start : now;
-            if (now - start > ZH_INLINE_SPIN_NS || zc_yield_is_off()) {
+            if (now - start > ZH_INLINE_SPIN_NS) {
                 break;
             }
         }

@@ -62,7 +62,7 @@ static void test_yield_quiet_then_busy_then_peers(void **state)
     }
     assert_true(off);
     assert_int_equal(zc_yield(), 0);        /* stays off: no yield, no slice handed over */
-    assert_int_equal(zc_yield_is_off(), 1); /* waits sleep at once, no spin */
+    assert_int_equal(zc_yield_is_off(), 1); /* waits sleep instead of yielding */
     atomic_store(&spin_stop, 1);
     pthread_join(spinner, NULL);
 
