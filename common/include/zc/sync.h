@@ -51,9 +51,9 @@ int zc_yield(void);
  * Yields are off now (zc_yield would return 0): a busy task shares the
  * core, and waits sleep at once instead of spinning: a spin burns the slice
  * a wake won from the busy task. One exception: the caller's wait for the
- * peers' posts of an op still spins up to 20 us first (the peers are due
- * within that most of the time, and a sleeper's wake can wait milliseconds
- * behind the busy task).
+ * peers' posts of an op still spins up to 20 us first, backing off after
+ * spins that missed (the peers are due within that most of the time, and a
+ * sleeper's wake can wait milliseconds behind the busy task).
  */
 int zc_yield_is_off(void);
 

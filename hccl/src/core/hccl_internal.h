@@ -324,6 +324,8 @@ typedef struct zh_comm {
     uintptr_t issuer;
     uint32_t inline_skip;    /* caller-thread attempts to skip (peers were late) */
     uint32_t inline_backoff; /* the skip after the next miss */
+    uint32_t spin_skip;      /* posts waits to sleep without a spin (busy core, spins missed) */
+    uint32_t spin_backoff;   /* the skip after the next missed spin */
 
     /* Exec side: collectives finished here (op seq may start once it is
      * seq - 1); a futex word, its waiters counted for the wake. bar_count is

@@ -30,6 +30,7 @@
 #define ZH_INLINE_SPIN_NS 20000ull
 #define ZH_INLINE_YIELD_NS 25000ull
 #define ZH_INLINE_BACKOFF_MAX 256u
+#define ZH_SPIN_BACKOFF_MAX 64u
 
 /* ---- issue window ------------------------------------------------------------------- */
 
@@ -57,6 +58,29 @@ void zh_issue_leave(zh_comm_t *c)
 
 /* ---- issue ------------------------------------------------------------------------------ */
 
+/* Spin on the peers' posts of seq for up to ZH_INLINE_SPIN_NS (and
+ * c->spin_iters polls): 1 when all are in, else 0 with *q the first peer
+ * missing and *start when the spin began (0: the clock was not read). The
+ * clock is first read after 64 polls: on a VM a read costs as much as the
+ * whole wait of most ops. */
+static int zh_op_spin_posts(zh_comm_t *c, uint32_t seq, int *q, uint64_t *start)
+{
+    for (uint32_t i = 1; i < c->spin_iters; i++) {
+        zc_cpu_relax();
+        if ((*q = zh_op_unposted(c, seq)) < 0) {
+            return 1;
+        }
+        if (i % 64 == 0) {
+            uint64_t now = zc_time_ns();
+            *start = *start != 0 ? *start : now;
+            if (now - *start > ZH_INLINE_SPIN_NS) {
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
 /* Bounded wait on the caller's thread for every peer's post of seq: a
  * spin, then polls that yield the core (while yields are short: zc_yield)
  * up to the bound. On an oversubscribed host the polls end at
@@ -69,30 +93,30 @@ void zh_issue_leave(zh_comm_t *c)
  * to the bound: a peer late by more than the spin was held up by the host
  * (an interrupt, a kernel thread), nobody waits for this core, and a sleep
  * would make this rank late by a wake (tens of us on a VM) for the peers'
- * next op. While a busy task shares the core (yields off) the spin runs
- * too, then the wait sleeps: the peer is due within the spin most of the
- * time, and a sleeper's wake can wait milliseconds behind the busy task. */
+ * next op.
+ *
+ * While a busy task shares the core (yields off) the spin runs too, then
+ * the wait sleeps: the peers are due within the spin most of the time, and
+ * a sleeper's wake can wait milliseconds behind the busy task. But the
+ * scheduler gives the busy task its share: every microsecond spun in vain
+ * comes back as a microsecond queued behind it. So after a spin that
+ * missed there, the next 1, 2, 4 ... ZH_SPIN_BACKOFF_MAX waits sleep at
+ * once, and a spin that finds the posts ends the skips. */
 static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
 {
     int q = zh_op_unposted(c, seq);
     if (q < 0) {
         return 1;
     }
-    /* The clock is first read after 64 polls: on a VM a read costs as much
-     * as the whole wait of most ops. */
     uint64_t start = 0;
-    for (uint32_t i = 1; i < c->spin_iters; i++) {
-        zc_cpu_relax();
-        if ((q = zh_op_unposted(c, seq)) < 0) {
-            return 1;
-        }
-        if (i % 64 == 0) {
-            uint64_t now = zc_time_ns();
-            start = start != 0 ? start : now;
-            if (now - start > ZH_INLINE_SPIN_NS) {
-                break;
-            }
-        }
+    if (c->spin_skip > 0 && zc_yield_is_off()) {
+        c->spin_skip--;
+    } else if (zh_op_spin_posts(c, seq, &q, &start)) {
+        c->spin_backoff = 0;
+        return 1;
+    } else if (zc_yield_is_off()) {
+        c->spin_backoff = ZC_MIN(ZC_MAX(2 * c->spin_backoff, 1u), ZH_SPIN_BACKOFF_MAX);
+        c->spin_skip = c->spin_backoff;
     }
     start = start != 0 ? start : zc_time_ns();
     uint64_t bound = zc_yield_is_off() ? ZH_INLINE_SLEEP_WAIT_NS
