@@ -223,6 +223,7 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
                     : ncpu > 0 && (long)nranks >= ncpu ? UINT64_MAX
                                                        : ZH_CALLER_MAX;
     c->oversub = ncpu > 0 && (long)nranks > ncpu;
+    c->spread = env->spread && !c->oversub;
     c->hier_on = zh_hier_setting(env->hier, rank);
     int dev = zccl_current_device();
     c->device = dev >= 0 ? dev : 0;

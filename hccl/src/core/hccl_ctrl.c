@@ -29,6 +29,7 @@
 
 #include "zc/config.h"
 #include "zc/log.h"
+#include "zc/place.h"
 #include "zc/sync.h"
 #include "zccl/vmm_ext.h"
 
@@ -203,6 +204,8 @@ int zh_ctrl_create(zh_comm_t *c)
     ctrl->version = ZH_CTRL_VERSION;
     ctrl->rank = (uint32_t)c->rank;
     ctrl->nranks = c->lay.slots;
+    atomic_init(&ctrl->cpu, -1);
+    c->cpu = -1;
     /* Peers allowed are unknown before bootstrap; the token is 42 random bits
      * and the broker still checks the uid, so pid validation is off. */
     int st = zccl_broker_offer(fd, sz, 0, &c->ctrl_token);
@@ -367,6 +370,28 @@ void zh_flag_sleep(zh_flag_t *f, uint32_t target, uint64_t ns)
     atomic_fetch_sub_explicit(&f->sleepers, 1, memory_order_seq_cst);
 }
 
+/* A sleep of a wait for peer's flag f. While a busy task shares the cores
+ * (yields off) the scheduler tends to wake a sleeper on the CPU of the peer
+ * that woke it, and to leave both ranks there: each CPU's busy task weighs
+ * more than two ranks that sleep between ops, so the other CPU never looks
+ * the lighter. Stacked, each op waits for the peer to get the CPU this rank
+ * holds, 3-5x slower than a CPU apart (docs/perf-log.md, 2026-12-06 "Busy
+ * cores: ranks stacked on one CPU"). So such a sleep keeps the thread off
+ * the CPU the peer last posted from (zc_cpu_fence_up: its affinity mask
+ * loses that CPU until the wake; a thread already there moves at once). The
+ * mask is narrowed only while the thread sleeps in here, so nothing it
+ * starts inherits it. */
+void zh_comm_sleep(zh_comm_t *c, int peer, zh_flag_t *f, uint32_t target, uint64_t ns)
+{
+    zc_cpu_fence_t fence = {.up = 0};
+    if (c->spread && peer != c->rank && zc_yield_is_off()) {
+        (void)zc_cpu_fence_up(
+            &fence, atomic_load_explicit(&c->peers[peer].ctrl->cpu, memory_order_relaxed));
+    }
+    zh_flag_sleep(f, target, ns);
+    zc_cpu_fence_lift(&fence);
+}
+
 static int zh_peer_dead(const zh_peer_t *p)
 {
     if (p->pidfd < 0) {
@@ -454,7 +479,7 @@ static int zh_wait_one(zh_comm_t *c, int peer, size_t flag_offset, uint32_t targ
             return ZC_OK;
         }
         (void)zc_yield(); /* a peer that shares the core goes first (nothing once yields are off) */
-        zh_flag_sleep(f, target, ZH_SLICE_NS);
+        zh_comm_sleep(c, peer, f, target, ZH_SLICE_NS);
         if (zh_reached(atomic_load_explicit(&f->value, memory_order_acquire), target)) {
             return ZC_OK;
         }

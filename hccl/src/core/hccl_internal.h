@@ -50,7 +50,7 @@
 #include "zc/export.h"
 #include "zc/status.h"
 
-#define ZH_CTRL_VERSION 5u
+#define ZH_CTRL_VERSION 6u
 /* Ranks a communicator may have across hosts; a host's share of them is
  * bounded by ZCCL_MAX_LOCAL_RANKS (at most this many), checked at init. */
 #define ZH_MAX_COMM_RANKS 1024
@@ -223,6 +223,9 @@ typedef struct {
     /* store-kind trial verdicts, by trial slot (coll_reuse_t.verdict_out):
      * every rank takes the majority */
     _Atomic uint64_t verdict[COLL_TRIAL_SLOTS];
+    /* the CPU my caller's thread last posted an op from, -1 unknown: a
+     * peer that sleeps waiting for me keeps off it (zh_comm_sleep) */
+    atomic_int cpu;
 } zh_ctrl_t;
 
 /* Where the per-rank parts of a control segment lie, from its rank count
@@ -326,6 +329,8 @@ typedef struct zh_comm {
     uint32_t inline_backoff; /* the skip after the next miss */
     uint32_t spin_skip;      /* posts waits to sleep without a spin (busy core, spins missed) */
     uint32_t spin_backoff;   /* the skip after the next missed spin */
+    int spread;              /* ZCCL_SPREAD, and not oversubscribed: zh_comm_sleep fences */
+    int cpu;                 /* the CPU I last published in ctrl->cpu */
 
     /* Exec side: collectives finished here (op seq may start once it is
      * seq - 1); a futex word, its waiters counted for the wake. bar_count is
@@ -473,6 +478,9 @@ void zh_flag_post(zh_flag_t *f, uint32_t value);
 /* Sleep until f reaches target, counted in its sleepers so that its post
  * wakes me, or at most ns (spurious wakes allowed: the caller looks again). */
 void zh_flag_sleep(zh_flag_t *f, uint32_t target, uint64_t ns);
+/* The same for a wait of c for peer's flag: fenced off the peer's CPU while
+ * yields are off (hccl_ctrl.c). */
+void zh_comm_sleep(zh_comm_t *c, int peer, zh_flag_t *f, uint32_t target, uint64_t ns);
 int zh_wait_peers(zh_comm_t *c, size_t flag_offset, uint32_t target);
 int zh_barrier(zh_comm_t *c);
 int zh_ctrl_barrier(zh_comm_t *c);

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 
 #include "zc/log.h"
+#include "zc/place.h"
 #include "zc/sync.h"
 #include "zccl/vmm_ext.h"
 
@@ -81,6 +82,18 @@ static int zh_op_spin_posts(zh_comm_t *c, uint32_t seq, int *q, uint64_t *start)
     return 0;
 }
 
+/* Publish the CPU the caller's thread posts from, for the peers' fences
+ * (zh_comm_sleep); a store only when it changed, so the line stays in this
+ * core's cache. */
+static void zh_op_note_cpu(zh_comm_t *c)
+{
+    int cpu = zc_cpu_now();
+    if (cpu != c->cpu) {
+        c->cpu = cpu;
+        atomic_store_explicit(&c->ctrl->cpu, cpu, memory_order_relaxed);
+    }
+}
+
 /* Bounded wait on the caller's thread for every peer's post of seq: a
  * spin, then polls that yield the core (while yields are short: zc_yield)
  * up to the bound. On an oversubscribed host the polls end at
@@ -133,7 +146,8 @@ static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
             }
             continue;
         }
-        zh_flag_sleep((zh_flag_t *)(void *)&c->peers[q].ctrl->post[seq & 1u], seq, bound - spent);
+        zh_comm_sleep(c, q, (zh_flag_t *)(void *)&c->peers[q].ctrl->post[seq & 1u], seq,
+                      bound - spent);
         if ((q = zh_op_unposted(c, seq)) < 0) {
             return 1;
         }
@@ -156,6 +170,9 @@ static int zh_op_try_inline(zh_comm_t *c, zh_task_t *t, HcclResult *r)
     int prev_rank = zc_log_rank_enter(c->rank);
     zh_prof_snap_t snap;
     zh_prof_begin(c, &snap);
+    if (c->spread) {
+        zh_op_note_cpu(c);
+    }
     zh_op_post(c, t);
     t->step = ZH_STEP_POSTED;
     int done = 0;

@@ -80,6 +80,7 @@ static const zt_var_t zt_vars[] = {
     {"ZCCL_PRINT_STATS", "false", NULL, NULL, "false", NULL},
     {"ZCCL_SPIN_ITERS", "2000", NULL, NULL, "0", "100000001"},
     {"ZCCL_CALLER_MAX", "0", NULL, NULL, "0", "1099511627777"},
+    {"ZCCL_SPREAD", "true", NULL, NULL, "false", NULL},
     {"ZCCL_MAX_LOCAL_RANKS", "1024", NULL, NULL, NULL, "1025"},
     {"ZCCL_ONESHOT_MAX", "16384", NULL, NULL, "0", "1073741825"},
     {"ZCCL_AG_PULL_MIN", "0", NULL, NULL, "0", "1073741825"},
