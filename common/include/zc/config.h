@@ -90,11 +90,10 @@ typedef enum {
       "thread when their stream is idle (0 = auto: 65536, or any size when this host has no "      \
       "more cores than the communicator has ranks)")                                               \
     X(ZCCL_SPREAD, ZC_CFG_BOOL, spread, "true", 0, 1,                                              \
-      "When a rank keeps waiting for a peer the scheduler runs on its own CPU while its "          \
-      "affinity allows a CPU none of the communicator's ranks on this host runs on, its thread "   \
-      "moves there (its affinity mask is given back at once; at most one move per process every "  \
-      "10 ms; never when the ranks outnumber the cores); false leaves placement to the "           \
-      "scheduler")                                                                                 \
+      "While a busy task shares the cores, a rank's thread that sleeps waiting for a peer "        \
+      "keeps the CPU that peer last posted from out of its affinity mask until it wakes, so "      \
+      "the scheduler cannot stack the ranks on one CPU (never when the ranks outnumber the "       \
+      "cores); false leaves placement to the scheduler")                                           \
     X(ZCCL_MAX_LOCAL_RANKS, ZC_CFG_UINT, max_local_ranks, "1024", 1, 1024,                         \
       "Most ranks of one communicator on one host; init with more fails with HCCL_E_PARA "         \
       "(memory per rank grows with them: docs/ARCHITECTURE.md, control segment)")                  \
