@@ -145,9 +145,14 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
  * model's kind is right most of the time, and a stretch of the host that
  * covers a whole trial (cached ops slowed more than streaming ones) should
  * cost tens of ops, not a thousand. Where the other kind keeps winning,
- * every COLL_TRIAL_FIRST + coll_trial_ops ops run COLL_TRIAL_RUN ops of
- * the prior (the cached halves where cached is the prior, the streaming
- * run where streaming is): 3 % of the time where it is 1.5x slower.
+ * each trial that finds it again doubles the hold (coll_trial_hold), up to
+ * COLL_TRIAL_HOLD_MAX: at a hold of COLL_TRIAL_FIRST the trials' ops of
+ * the prior (the cached halves where cached is the prior, the streaming run
+ * where streaming is) cost 3 % of the time where the prior is 1.5x
+ * slower, a cost a long run of one shape would pay for good; at the most,
+ * under 1 %. A stretch of the host that fooled one trial still costs tens
+ * of ops, and trials fooled in a row hold the wrong kind for at most
+ * COLL_TRIAL_HOLD_MAX ops (a verdict that keeps the prior, 1,024).
  *
  * A sample runs from the moment the last rank posted the op (a->start_ns,
  * from the posts' stamps), the same on every rank, to the end of this
@@ -173,6 +178,7 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
 #define COLL_TRIAL_HALF_LONG 8u /* each cached half where streaming is the prior */
 #define COLL_TRIAL_EVERY 1024u
 #define COLL_TRIAL_FIRST 64u
+#define COLL_TRIAL_HOLD_MAX 256u   /* the hold of verdicts that left the prior, doubled */
 #define COLL_TRIAL_MARGIN 10u      /* streaming over a cached prior: 10 % faster */
 #define COLL_TRIAL_MARGIN_LONG 20u /* cached over a streaming prior: 5 % faster */
 
@@ -184,6 +190,22 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
 static uint32_t coll_trial_half(const coll_trial_t *t)
 {
     return t->prior ? COLL_TRIAL_HALF_LONG : COLL_TRIAL_RUN / 2;
+}
+
+/* Ops of the shape a verdict holds before the next trial: COLL_TRIAL_EVERY
+ * for a later verdict that kept the prior; COLL_TRIAL_FIRST for the first
+ * and for one that left the prior, doubled for each trial before it in a
+ * row that left the prior alike, up to COLL_TRIAL_HOLD_MAX. */
+static uint32_t coll_trial_hold(const coll_trial_t *t)
+{
+    if (t->number > 1 && t->nt == t->prior) {
+        return COLL_TRIAL_EVERY;
+    }
+    uint32_t hold = COLL_TRIAL_FIRST;
+    for (uint32_t k = 0; k < t->again && hold < COLL_TRIAL_HOLD_MAX; k++) {
+        hold *= 2;
+    }
+    return hold;
 }
 
 /* The ops of a shape's trial: cached, streaming, cached. */
@@ -278,9 +300,12 @@ static void coll_trial_step(coll_reuse_t *r, coll_trial_t *t, uint32_t step, uin
 {
     if (step == coll_trial_ops(t)) {
         coll_trial_adopt(r, t);
+        int alike = t->number > 1 && t->nt != t->prior && t->nt == t->before;
+        t->again = alike ? t->again + 1 : 0;
     }
     if (step == 0) {
         t->best_ns[0] = t->best_ns[1] = UINT64_MAX;
+        t->before = t->nt;
         t->number++;
     }
     if (step < coll_trial_ops(t) && !coll_trial_first(t, step)) {
@@ -296,9 +321,7 @@ static int coll_trial_pick(coll_reuse_t *r, size_t in_bytes, size_t out_bytes, u
     coll_trial_t *t = coll_trial_slot(r, in_bytes, out_bytes, prior);
     t->used = ++r->trials;
     uint32_t k = t->step; /* ops of the shape so far, settling ones included */
-    /* the first verdict, and one that left the model's kind, are retried soon */
-    uint32_t every = t->number <= 1 || t->nt != t->prior ? COLL_TRIAL_FIRST : COLL_TRIAL_EVERY;
-    uint32_t end = COLL_TRIAL_SETTLE + coll_trial_ops(t) + every;
+    uint32_t end = COLL_TRIAL_SETTLE + coll_trial_ops(t) + coll_trial_hold(t);
     t->step = k + 1 == end ? COLL_TRIAL_SETTLE : k + 1;
     if (k >= COLL_TRIAL_SETTLE) {
         coll_trial_step(r, t, k - COLL_TRIAL_SETTLE, start_ns);

@@ -148,6 +148,8 @@ typedef struct {
     uint32_t number;              /* trials of this shape begun, 1 for the first */
     int nt;                       /* the kind the last trial chose */
     int prior;                    /* the model's kind: kept unless the other wins by the margin */
+    int before;                   /* the kind the trial before this one chose */
+    uint32_t again;               /* trials in a row that left the prior alike: the hold doubles */
 } coll_trial_t;
 
 typedef struct {

@@ -222,13 +222,26 @@ static void test_trial(void **state)
     coll_reuse_t r;
     memset(&r, 0, sizeof(r));
     /* Streaming 20 % faster: the verdict leaves the model's kind, so it
-       stays for the next 64 ops only, then a new trial, every time. */
+       stays for the next 64 ops only, then a new trial; each trial that
+       finds streaming again doubles that, up to 256 ops. */
     const uint64_t stream_wins[2] = {1000, 800};
-    for (int trial = 0; trial < 3; trial++) {
+    for (int trial = 0; trial < 5; trial++) {
         assert_int_equal(nt_trial(&r, stream_wins), 1);
-        for (int i = 1; i < NT_FIRST; i++) {
+        int hold = NT_FIRST << (trial < 2 ? trial : 2);
+        for (int i = 1; i < hold; i++) {
             assert_int_equal(nt_ar(&r, 2, 0, 3 * MIB), 1);
         }
+    }
+    /* A verdict for the prior ends the run of doublings: streaming found
+       again after it holds 64 ops. */
+    const uint64_t cached_now[2] = {800, 1000};
+    assert_int_equal(nt_trial(&r, cached_now), 0);
+    for (int i = 1; i < NT_EVERY; i++) {
+        assert_int_equal(nt_ar(&r, 2, 0, 3 * MIB), 0);
+    }
+    assert_int_equal(nt_trial(&r, stream_wins), 1);
+    for (int i = 1; i < NT_FIRST; i++) {
+        assert_int_equal(nt_ar(&r, 2, 0, 3 * MIB), 1);
     }
     /* Streaming only 5 % faster: not enough, cached, which (a later trial's
        verdict for the model's kind) stays for 1,024 ops. */
