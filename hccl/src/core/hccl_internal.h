@@ -239,6 +239,13 @@ typedef struct {
     size_t bytes;
 } zh_ctrl_layout_t;
 
+/* Attempts a wait skips after misses: 1, 2, 4 ... up to a bound, ended by a
+ * hit (zh_skips_take, zh_skips_note in hccl_op.c). */
+typedef struct {
+    uint32_t skip;    /* attempts still to skip */
+    uint32_t backoff; /* the skip after the next miss */
+} zh_skips_t;
+
 /* One peer as this rank sees it. */
 typedef struct {
     int32_t pid;
@@ -325,10 +332,8 @@ typedef struct zh_comm {
     atomic_uint issue_seq;
     atomic_int issuing;
     uintptr_t issuer;
-    uint32_t inline_skip;    /* caller-thread attempts to skip (peers were late) */
-    uint32_t inline_backoff; /* the skip after the next miss */
-    uint32_t spin_skip;      /* posts waits to sleep without a spin (busy core, spins missed) */
-    uint32_t spin_backoff;   /* the skip after the next missed spin */
+    zh_skips_t inline_skips; /* caller-thread attempts to skip (peers were late) */
+    zh_skips_t spin_skips;   /* posts waits to sleep without a spin (busy core, spins missed) */
     int spread;              /* ZCCL_SPREAD, and not oversubscribed: zh_comm_sleep fences */
     int cpu;                 /* the CPU I last published in ctrl->cpu */
 

@@ -59,6 +59,24 @@ void zh_issue_leave(zh_comm_t *c)
 
 /* ---- issue ------------------------------------------------------------------------------ */
 
+/* Is this attempt one to skip (a miss's skips not yet used up)? */
+static int zh_skips_take(zh_skips_t *s)
+{
+    if (s->skip == 0) {
+        return 0;
+    }
+    s->skip--;
+    return 1;
+}
+
+/* After an attempt: a hit ends the skips; a miss skips the next 1, 2, 4 ...
+ * attempts, doubling with each miss in a row up to max. */
+static void zh_skips_note(zh_skips_t *s, int hit, uint32_t max)
+{
+    s->backoff = hit ? 0 : ZC_MIN(ZC_MAX(2 * s->backoff, 1u), max);
+    s->skip = s->backoff;
+}
+
 /* Spin on the peers' posts of seq for up to ZH_INLINE_SPIN_NS (and
  * c->spin_iters polls): 1 when all are in, else 0 with *q the first peer
  * missing and *start when the spin began (0: the clock was not read). The
@@ -122,14 +140,13 @@ static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
         return 1;
     }
     uint64_t start = 0;
-    if (c->spin_skip > 0 && zc_yield_is_off()) {
-        c->spin_skip--;
+    if (zc_yield_is_off() && zh_skips_take(&c->spin_skips)) {
+        /* spins missed lately: sleep at once */
     } else if (zh_op_spin_posts(c, seq, &q, &start)) {
-        c->spin_backoff = 0;
+        zh_skips_note(&c->spin_skips, 1, ZH_SPIN_BACKOFF_MAX);
         return 1;
     } else if (zc_yield_is_off()) {
-        c->spin_backoff = ZC_MIN(ZC_MAX(2 * c->spin_backoff, 1u), ZH_SPIN_BACKOFF_MAX);
-        c->spin_skip = c->spin_backoff;
+        zh_skips_note(&c->spin_skips, 0, ZH_SPIN_BACKOFF_MAX);
     }
     start = start != 0 ? start : zc_time_ns();
     uint64_t bound = zc_yield_is_off() ? ZH_INLINE_SLEEP_WAIT_NS
@@ -159,9 +176,8 @@ static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
  * from the step reached (t->step says which). */
 static int zh_op_try_inline(zh_comm_t *c, zh_task_t *t, HcclResult *r)
 {
-    if (c->inline_skip > 0) {
-        c->inline_skip--; /* the peers were late lately: queue without trying */
-        return 0;
+    if (zh_skips_take(&c->inline_skips)) {
+        return 0; /* the peers were late lately: queue without trying */
     }
     if (!zh_op_turn(c, t->seq) ||
         atomic_load_explicit(&c->async_error, memory_order_acquire) != HCCL_SUCCESS) {
@@ -189,8 +205,7 @@ static int zh_op_try_inline(zh_comm_t *c, zh_task_t *t, HcclResult *r)
     }
     /* Peers that run behind (their ops queued on busy streams) would make
      * every attempt spin in vain: after a miss skip 1, 2, 4 ... attempts. */
-    c->inline_backoff = done ? 0 : ZC_MIN(ZC_MAX(2 * c->inline_backoff, 1u), ZH_INLINE_BACKOFF_MAX);
-    c->inline_skip = c->inline_backoff;
+    zh_skips_note(&c->inline_skips, done, ZH_INLINE_BACKOFF_MAX);
     zc_log_rank_leave(prev_rank, c->rank);
     return done;
 }
