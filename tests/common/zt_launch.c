@@ -351,6 +351,23 @@ float zt_ramp_sum(int n, size_t i)
     return (float)(n * (n + 1) / 2 + n * (int)(i % 7));
 }
 
+int zt_ramp_checked(zt_env_t *env, float *buf, size_t count)
+{
+    HcclResult r = zt_ramp_allreduce(env, buf, count);
+    if (r != HCCL_SUCCESS) {
+        fprintf(stderr, "rank %d: AllReduce of %zu floats: %d\n", env->rank, count, (int)r);
+        return 1;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (buf[i] != zt_ramp_sum(env->nranks, i)) {
+            fprintf(stderr, "rank %d: AllReduce [%zu] = %g, want %g\n", env->rank, i,
+                    (double)buf[i], (double)zt_ramp_sum(env->nranks, i));
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int zt_zc_open(zt_zc_t *z, HcclComm comm, int device, size_t block, int nblocks, int activate)
 {
     memset(z, 0, sizeof(*z));

@@ -132,6 +132,10 @@ HcclResult zt_ramp_allreduce(zt_env_t *env, float *buf, size_t count);
 /** What zt_ramp_allreduce leaves at element i on n ranks. */
 float zt_ramp_sum(int n, size_t i);
 
+/** zt_ramp_allreduce with its output checked: 0, or 1 after one line on
+ *  stderr naming the rank and the call's error or the first wrong element. */
+int zt_ramp_checked(zt_env_t *env, float *buf, size_t count);
+
 /**
  * Reserve nblocks * block bytes (block rounded up to the granularity), map a
  * new physical allocation per block, set the range on comm (collective) and,

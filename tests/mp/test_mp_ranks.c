@@ -104,24 +104,6 @@ static HcclResult zt_sync(zt_env_t *env, HcclResult r)
     return r;
 }
 
-/* fp32 SUM of x[i] = rank + 1 + i % 7 (exact: small integers), checked. */
-static int zt_check_allreduce(zt_env_t *env, float *buf, size_t count)
-{
-    HcclResult r = zt_ramp_allreduce(env, buf, count);
-    if (r != HCCL_SUCCESS) {
-        fprintf(stderr, "rank %d: AllReduce of %zu floats: %d\n", env->rank, count, (int)r);
-        return 1;
-    }
-    for (size_t i = 0; i < count; i++) {
-        if (buf[i] != zt_ramp_sum(env->nranks, i)) {
-            fprintf(stderr, "rank %d: AllReduce [%zu] = %g, want %g\n", env->rank, i,
-                    (double)buf[i], (double)zt_ramp_sum(env->nranks, i));
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* Rank q's slot holds q * ZT_AG_COUNT + i (exact in fp32 up to 2^24). */
 static int zt_check_allgather(zt_env_t *env, float *send, float *recv)
 {
@@ -216,7 +198,7 @@ static int zt_rank_many(int rank, int nranks, const HcclRootInfo *root, void *ar
     if (!bad && out->bench) {
         bad = zt_bench_ops(&env, out, a, ag);
     } else if (!bad) {
-        bad = zt_check_allreduce(&env, a, 2) || zt_check_allreduce(&env, a, ZT_AR_BYTES / 4) ||
+        bad = zt_ramp_checked(&env, a, 2) || zt_ramp_checked(&env, a, ZT_AR_BYTES / 4) ||
               zt_check_allgather(&env, a, ag);
         HcclResult r = zt_sync(&env, HcclBarrier(env.comm, env.stream));
         if (r != HCCL_SUCCESS) {

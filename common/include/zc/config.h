@@ -92,8 +92,9 @@ typedef enum {
     X(ZCCL_SPREAD, ZC_CFG_BOOL, spread, "true", 0, 1,                                              \
       "While a busy task shares the cores, a rank's thread that sleeps waiting for a peer "        \
       "keeps the CPU that peer last posted from out of its affinity mask until it wakes, so "      \
-      "the scheduler cannot stack the ranks on one CPU (never when the ranks outnumber the "       \
-      "cores); false leaves placement to the scheduler")                                           \
+      "the scheduler cannot stack the ranks on one CPU, and on quiet cores a rank that finds the " \
+      "peer it waits for on its own CPU steps off it (never when the ranks outnumber the cores); " \
+      "false leaves placement to the scheduler")                                                   \
     X(ZCCL_MAX_LOCAL_RANKS, ZC_CFG_UINT, max_local_ranks, "1024", 1, 1024,                         \
       "Most ranks of one communicator on one host; init with more fails with HCCL_E_PARA "         \
       "(memory per rank grows with them: docs/ARCHITECTURE.md, control segment)")                  \

@@ -112,6 +112,29 @@ static void zh_op_note_cpu(zh_comm_t *c)
     }
 }
 
+/* With yields on and no more ranks than cores: when peer q, which has not
+ * posted yet, last posted from the CPU this thread runs on, a wake put the
+ * two on one CPU (a sleep outside zccl: a Gloo barrier, I/O, the GIL) and
+ * the peer runs only while this thread yields. The balancer does not part
+ * two threads that both ran microseconds ago, so the ranks stay stacked,
+ * each op paying a spin in vain and a turn on the CPU (perf log
+ * 2026-12-07, "Quiet cores: ranks stacked after a sleep"). Step off that
+ * CPU once: the affinity mask loses it for one call, which moves the
+ * thread at once, and gets it back, which does not move it again; then
+ * publish the new CPU, so the peer does not step over here. */
+static void zh_op_unstack(zh_comm_t *c, int q)
+{
+    int cpu = zc_cpu_now();
+    if (cpu < 0 || atomic_load_explicit(&c->peers[q].ctrl->cpu, memory_order_relaxed) != cpu) {
+        return;
+    }
+    zc_cpu_fence_t fence;
+    if (zc_cpu_fence_up(&fence, cpu)) {
+        zc_cpu_fence_lift(&fence);
+        zh_op_note_cpu(c);
+    }
+}
+
 /* Bounded wait on the caller's thread for every peer's post of seq: a
  * spin, then polls that yield the core (while yields are short: zc_yield)
  * up to the bound. On an oversubscribed host the polls end at
@@ -147,6 +170,8 @@ static int zh_op_wait_posts(zh_comm_t *c, uint32_t seq)
         return 1;
     } else if (zc_yield_is_off()) {
         zh_skips_note(&c->spin_skips, 0, ZH_SPIN_BACKOFF_MAX);
+    } else if (c->spread) {
+        zh_op_unstack(c, q);
     }
     start = start != 0 ? start : zc_time_ns();
     uint64_t bound = zc_yield_is_off() ? ZH_INLINE_SLEEP_WAIT_NS
