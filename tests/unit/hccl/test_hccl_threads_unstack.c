@@ -11,7 +11,7 @@
  * ranks must be apart within a few ops and on one CPU in few ops of the
  * second half, every result must be right, and each rank's mask must be
  * whole after every op. Left to the scheduler (ZCCL_SPREAD=false) they
- * stayed on one CPU for 7 to 104 ops here, or for all 400.
+ * stayed on one CPU for 7 to 162 ops here, or for all 400.
  *
  * The test needs quiet cores: it skips when a busy task shared them during
  * the ops (yields off after some op).
