@@ -238,9 +238,9 @@ def floor_targets(rows, busy, c_op):
     """zccl within 1 us of the floor plus the C-level op, 8 B .. 4 KiB.
 
     Judged on the median over rounds of zccl's round minus the floor's round
-    just before it: the host's slow modes last whole rounds and move both
-    backends by the same microseconds, so two medians taken apart can land
-    in different modes while the paired difference is what zccl adds."""
+    just before it: the host has slow modes that last whole rounds and slow
+    both backends, so two medians taken apart can land in different modes,
+    while a pair of rounds milliseconds apart mostly shares one."""
     lines = []
     for r in rows:
         c = c_op.get((r["dtype"], r["bytes"]))
