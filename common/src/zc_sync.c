@@ -4,12 +4,33 @@
 #include <errno.h>
 #include <sched.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+static long zc_membarrier(int cmd)
+{
+    return syscall(SYS_membarrier, cmd, 0, 0);
+}
+
+/* Asked at every call, not remembered: a registration belongs to the
+ * process's address space, and a child forked after it has none. */
+int zc_fence_peers_ready(void)
+{
+    long cmds = zc_membarrier(MEMBARRIER_CMD_QUERY);
+    long need = MEMBARRIER_CMD_GLOBAL_EXPEDITED | MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED;
+    return cmds >= 0 && (cmds & need) == need &&
+           zc_membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
+}
+
+int zc_fence_peers(void)
+{
+    return zc_membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0 ? 0 : -1;
+}
 
 uint64_t zc_time_ns(void)
 {

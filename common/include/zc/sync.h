@@ -27,6 +27,24 @@ void zc_futex_wake(atomic_uint *addr, int n);
 int zc_futex_wait_private(atomic_uint *addr, unsigned val, uint64_t timeout_ns);
 void zc_futex_wake_private(atomic_uint *addr, int n);
 
+/**
+ * Asymmetric fences for a Dekker pair across processes (a flag's post and
+ * its sleeper, hccl_ctrl.c). zc_fence_peers_ready registers this process
+ * for expedited global memory barriers (membarrier(2); call it again after
+ * a fork, the child is not registered) and says
+ * whether that worked: then a writer may publish a value and read the
+ * sleeper count with no full fence between, as long as every sleeper calls
+ * zc_fence_peers after counting itself and before reading the value: that
+ * call makes every thread of every registered process pass a full barrier,
+ * so the writer either saw the count or its value is visible. 0 when the
+ * kernel has no such barrier (the writers keep their full fence).
+ */
+int zc_fence_peers_ready(void);
+
+/** The sleeper's half: 0 once every registered process's running threads
+ *  passed a full memory barrier, -1 when the kernel refused. */
+int zc_fence_peers(void);
+
 /** CPU relax hint for spin loops. */
 static inline void zc_cpu_relax(void)
 {

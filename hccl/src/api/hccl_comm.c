@@ -223,6 +223,9 @@ HcclResult zh_comm_init(uint32_t nranks, const HcclRootInfo *info, uint32_t rank
                     : ncpu > 0 && (long)nranks >= ncpu ? UINT64_MAX
                                                        : ZH_CALLER_MAX;
     c->oversub = ncpu > 0 && (long)nranks > ncpu;
+    /* Oversubscribed, ranks sleep on most waits, and each sleep would pay
+     * for its peers' fence (decision 0037): keep the writers' fence there. */
+    c->fast_post = !c->oversub && zc_fence_peers_ready();
     c->spread = env->spread && !c->oversub;
     c->hier_on = zh_hier_setting(env->hier, rank);
     int dev = zccl_current_device();

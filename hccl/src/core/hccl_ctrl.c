@@ -358,11 +358,40 @@ void zh_flag_post(zh_flag_t *f, uint32_t value)
     }
 }
 
-void zh_flag_sleep(zh_flag_t *f, uint32_t target, uint64_t ns)
+/* The post of a barrier (every op past the inline size ends with one)
+ * without the full fence of zh_flag_post: that fence waits for the line to
+ * come back from the peers that polled it, a round trip between cores on
+ * every post (perf log 2026-12-07, "Small ops: the fences of the posts").
+ * Those who sleep on a bar flag fence instead (zh_comm_sleep, decision
+ * 0037). Only the compiler is kept from reading the count before storing
+ * the value. */
+static void zh_bar_post(zh_comm_t *c)
+{
+    zh_flag_t *f = &c->ctrl->bar;
+    if (!c->fast_post) {
+        zh_flag_post(f, c->bar_count);
+        return;
+    }
+    atomic_store_explicit(&f->value, c->bar_count, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&f->sleepers, memory_order_relaxed) != 0) {
+        zc_futex_wake(&f->value, INT32_MAX);
+    }
+}
+
+/* A lost wake's cost when a sleeper could not fence its peers. */
+#define ZH_UNFENCED_SLEEP_NS 1000000ull
+
+void zh_flag_sleep(zh_flag_t *f, uint32_t target, uint64_t ns, int fence)
 {
     /* Dekker with zh_flag_post: sleepers counted before value is read, both
-     * seq_cst, so a post either sees my count or I see its value. */
+     * seq_cst, so a post either sees my count or I see its value. With
+     * zh_bar_post the writer has no fence: zc_fence_peers gives it one
+     * between my count and my read. */
     atomic_fetch_add_explicit(&f->sleepers, 1, memory_order_seq_cst);
+    if (fence && zc_fence_peers() != 0 && ns > ZH_UNFENCED_SLEEP_NS) {
+        ns = ZH_UNFENCED_SLEEP_NS;
+    }
     uint32_t v = atomic_load_explicit(&f->value, memory_order_seq_cst);
     if (!zh_reached(v, target)) {
         (void)zc_futex_wait(&f->value, v, ns);
@@ -388,7 +417,8 @@ void zh_comm_sleep(zh_comm_t *c, int peer, zh_flag_t *f, uint32_t target, uint64
         (void)zc_cpu_fence_up(
             &fence, atomic_load_explicit(&c->peers[peer].ctrl->cpu, memory_order_relaxed));
     }
-    zh_flag_sleep(f, target, ns);
+    /* a peer's barrier flag may be posted without a fence (zh_bar_post) */
+    zh_flag_sleep(f, target, ns, !c->oversub && f == &c->peers[peer].ctrl->bar);
     zc_cpu_fence_lift(&fence);
 }
 
@@ -711,7 +741,7 @@ int zh_wait_peers(zh_comm_t *c, size_t flag_offset, uint32_t target)
 int zh_barrier(zh_comm_t *c)
 {
     c->bar_count++;
-    zh_flag_post(&c->ctrl->bar, c->bar_count);
+    zh_bar_post(c);
     if (c->nranks == 1) {
         return ZC_OK;
     }

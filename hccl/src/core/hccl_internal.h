@@ -305,6 +305,8 @@ typedef struct zh_comm {
     uint64_t exec_timeout_ns; /* 0 = never */
     uint32_t spin_iters;
     int oversub;         /* more ranks than online cores: waits yield at once, and sleep sooner */
+    int fast_post;       /* not oversub and this process can be fenced by sleepers
+                          * (zc_fence_peers_ready): zh_barrier posts without a full fence */
     uint64_t caller_max; /* largest buffer of an op the caller's thread may run whole */
     int hier_on;         /* ZCCL_HIER allows the hierarchical collectives */
     coll_tuning_t tune;
@@ -481,8 +483,9 @@ int zh_ctrl_attach_peers(zh_comm_t *c, const zh_boot_entry_t *table);
 void zh_ctrl_destroy(zh_comm_t *c);
 void zh_flag_post(zh_flag_t *f, uint32_t value);
 /* Sleep until f reaches target, counted in its sleepers so that its post
- * wakes me, or at most ns (spurious wakes allowed: the caller looks again). */
-void zh_flag_sleep(zh_flag_t *f, uint32_t target, uint64_t ns);
+ * wakes me, or at most ns (spurious wakes allowed: the caller looks again);
+ * fence: its writer may post without a full fence (zc_fence_peers first). */
+void zh_flag_sleep(zh_flag_t *f, uint32_t target, uint64_t ns, int fence);
 /* The same for a wait of c for peer's flag: fenced off the peer's CPU while
  * yields are off (hccl_ctrl.c). */
 void zh_comm_sleep(zh_comm_t *c, int peer, zh_flag_t *f, uint32_t target, uint64_t ns);

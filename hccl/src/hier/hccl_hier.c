@@ -43,6 +43,7 @@ static int zh_hier_local_make(zh_comm_t *c, zh_hier_t *h, const zh_boot_entry_t 
     l->exec_timeout_ns = c->exec_timeout_ns;
     l->spin_iters = c->spin_iters;
     l->oversub = c->oversub;
+    l->fast_post = c->fast_post;
     l->spread = c->spread;
     l->cpu = -1;
     l->caller_max = c->caller_max;
