@@ -14,13 +14,14 @@
  *    which counts with buffers out of the cache (docs/decisions/0009). Only rank
  *    r writes slot r of any output; the caller's exit barrier orders the
  *    writes before any rank returns.
- *  - pull again from tune->ag_pull_min (ZCCL_AG_PULL_MIN; 0, the default:
- *    never) when every rank asked to (a->pull): each rank's post says
- *    whether its history expects its output cached and the size is at least
- *    that (coll_allgather_pull_fits, called by hccl_op_post.c). With the
- *    outputs cached, the traffic push saves costs little, and pull keeps
- *    every rank's writes in its own cache; whether that wins depends on the
- *    host (docs/decisions/0009).
+ *  - pull again when every rank asked to (a->pull, from the posts): each
+ *    rank asks when its output is probably cached and a timed trial of
+ *    both forms on this host found pulling faster, or, with
+ *    tune->ag_pull_min (ZCCL_AG_PULL_MIN) set, from that size
+ *    (coll_allgather_pull_want in coll_form.c, called by hccl_op_post.c).
+ *    With the outputs cached, the traffic push saves costs little, and
+ *    pull keeps every rank's writes in its own cache; whether that wins
+ *    depends on the host (docs/decisions/0009).
  * Every rank makes the same choice: it depends on the size and the posts,
  * which every rank reads alike (a pulling rank beside a pushing one would
  * leave slots unwritten).
@@ -50,9 +51,6 @@
 
 /* ---- AllGather ---- */
 
-/* Output bytes per rank from which the direct path pushes (every rank
- * computes the same answer from the op's count, dtype and nranks). */
-#define COLL_AG_PUSH_MIN ((size_t)512 << 10)
 /* Bytes of my block pushed to every output before the next: read from
  * memory once, it stays in L1 for the other n - 1 copies. */
 #define COLL_AG_PUSH_CHUNK ((size_t)32 << 10)
@@ -86,12 +84,6 @@ static void coll_ag_push(const coll_args_t *a, size_t bytes)
     }
 }
 
-int coll_allgather_pull_fits(const coll_tuning_t *tune, size_t out_bytes)
-{
-    size_t min = tune != NULL ? tune->ag_pull_min : 0;
-    return min > 0 && out_bytes >= min;
-}
-
 int coll_allgather_direct(const coll_args_t *a)
 {
     static const char what[] = "allgather_direct";
@@ -102,10 +94,12 @@ int coll_allgather_direct(const coll_args_t *a)
     }
     int any, me;
     ZC_CHECK(coll_blocks_conflicts(a, bytes, total, COLL_INPLACE_IN_SLOT, what, bytes, &any, &me));
-    if (!any && total >= COLL_AG_PUSH_MIN &&
-        !(a->pull && coll_allgather_pull_fits(a->tune, total))) {
-        coll_ag_push(a, bytes);
-        return ZC_OK;
+    if (!any && total >= COLL_AG_PUSH_MIN) {
+        coll_form_ran(a->reuse, a->pull, a->start_ns);
+        if (!a->pull) {
+            coll_ag_push(a, bytes);
+            return ZC_OK;
+        }
     }
     return coll_run_owned(a, any, me, total, coll_ag_work, NULL, &bytes);
 }

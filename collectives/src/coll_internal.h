@@ -31,6 +31,11 @@
 #define COLL_DEFAULT_ONESHOT_MAX 16384
 #define COLL_DEFAULT_NT_MIN (4u << 20)
 
+/* AllGather output bytes per rank from which the direct path pushes, or
+ * pulls as coll_form.c finds (every rank computes the same answer from the
+ * op's count, dtype and nranks). */
+#define COLL_AG_PUSH_MIN ((size_t)512 << 10)
+
 /* What coll_check validates besides rank, nranks and dtype. */
 enum {
     COLL_F_REDUCE = 1u << 0, /* (dtype, op) must be reducible */
@@ -124,6 +129,20 @@ int coll_nt_choose(const coll_args_t *a, size_t in_bytes, size_t out_bytes);
 /** The pending trial sample took ns nanoseconds (coll_nt_done's second
  *  half, for tests); nothing when none is pending. */
 void coll_nt_learn(coll_reuse_t *r, uint64_t ns);
+
+/** Does the store-kind model (coll_nt.c) keep such an op cached, from a
+ *  history that reaches its output, outside its trial's band? Changes
+ *  nothing. */
+int coll_nt_settled_cached(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks,
+                           size_t in_bytes, size_t out_bytes, const void *out);
+
+/** AllGather's form trial (coll_form.c): the op ran the direct push or
+ *  pull (pull says which) from start_ns, the op's common start (0:
+ *  unknown); the op is over on every rank (coll_nt_done calls it); the
+ *  pending sample took ns nanoseconds (its second half, for tests). */
+void coll_form_ran(coll_reuse_t *r, int pull, uint64_t start_ns);
+void coll_form_done(coll_reuse_t *r);
+void coll_form_learn(coll_reuse_t *r, uint64_t ns);
 
 /** AllReduce one-shot threshold in bytes. */
 size_t coll_oneshot_max(const coll_args_t *a);

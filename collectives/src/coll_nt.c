@@ -358,6 +358,7 @@ void coll_nt_learn(coll_reuse_t *r, uint64_t ns)
 
 void coll_nt_done(coll_reuse_t *r)
 {
+    coll_form_done(r);
     if (r->pend_slot != 0) {
         uint64_t now = zc_time_ns();
         if (now > r->pend_t0) {
@@ -430,6 +431,14 @@ int coll_nt_choose(const coll_args_t *a, size_t in_bytes, size_t out_bytes)
     }
     coll_reuse_note(r, a->in[a->rank], in_bytes, a->out[a->rank], out_bytes, data);
     return coll_nt_count(r, nt);
+}
+
+int coll_nt_settled_cached(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks,
+                           size_t in_bytes, size_t out_bytes, const void *out)
+{
+    coll_args_t a = {.nranks = nranks, .tune = tune, .reuse = (coll_reuse_t *)(uintptr_t)r};
+    int nt, trial;
+    return coll_nt_model(&a, in_bytes, out_bytes, out, &nt, &trial) > 0 && !nt && !trial;
 }
 
 int coll_nt_expect(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks, size_t in_bytes,

@@ -107,8 +107,9 @@ typedef struct {
                          * over all ranks (inputs + outputs) reaches 2 x nt_min,
                          * or when their output was not touched within the last
                          * 2 x nt_min bytes of op data (coll_nt.c) */
-    size_t ag_pull_min; /* AllGather output bytes per rank from which it pulls when every
-                         * rank asked to (coll_args_t.pull); 0: it never does */
+    size_t ag_pull_min; /* AllGather output bytes per rank from which every rank asks to
+                         * pull (coll_args_t.pull) when its output is probably cached;
+                         * 0: a timed trial of both forms decides (coll_form.c) */
 } coll_tuning_t;
 
 /** nt_min when none is configured, for a last-level cache of llc_bytes (0:
@@ -152,6 +153,23 @@ typedef struct {
     uint32_t again;               /* trials in a row that left the prior alike: the hold doubles */
 } coll_trial_t;
 
+/** AllGather shapes whose form is tried out (see coll_form_t). */
+#define COLL_FORM_SLOTS 4
+
+/**
+ * The trial of one AllGather shape between pushing and pulling, where its
+ * output is probably cached (coll_form.c): a few ops of each form, timed,
+ * then the faster (push unless pull wins by a margin) for a while, then a
+ * new trial. Every rank steps it alike, at each op's post.
+ */
+typedef struct {
+    uint64_t in_bytes, out_bytes; /* the shape (both 0: unused) */
+    uint64_t best_ns[2];          /* fastest timed op of each form this trial: push, pull */
+    uint32_t step;                /* ops of this shape since the trial began */
+    uint32_t used;                /* coll_reuse_t.forms when last used */
+    int pull;                     /* the last trial's verdict */
+} coll_form_t;
+
 typedef struct {
     uint64_t clock; /* bytes of op data (inputs + outputs, all ranks) so far */
     uint32_t next;  /* the entry the next op fills */
@@ -173,11 +191,21 @@ typedef struct {
     /* Ops that chose a store kind (coll_nt_choose), cached [0] and
      * streaming [1]: written by the op's thread only, read by anyone. */
     _Atomic uint64_t kind_ops[2];
+    /* AllGather's form trials (coll_form.c) and the last op, when its post
+     * made it a timed sample: its slot + 1 (0: none), its step, and the
+     * form it ran + 1 (0: it did not run the direct push or pull) */
+    uint32_t forms; /* ops that went through a form slot */
+    coll_form_t form[COLL_FORM_SLOTS];
+    int form_pend_slot;
+    uint32_t form_pend_step;
+    int form_ran;
+    uint64_t form_t0;
 } coll_reuse_t;
 
 /** The communicator's last op is done on every rank (after its exit
  *  barrier): when it was a timed trial sample of the store kind
- *  (coll_nt.c), it takes its time. Cheap otherwise; call after every op. */
+ *  (coll_nt.c) or of AllGather's form (coll_form.c), it takes its time.
+ *  Cheap otherwise; call after every op. */
 void coll_nt_done(coll_reuse_t *r);
 
 /** Does the store-kind model (coll_nt.c) expect streaming stores for an op
@@ -244,9 +272,14 @@ typedef struct {
 int coll_allreduce_direct(const coll_args_t *a);
 int coll_allreduce_staged(const coll_args_t *a);
 int coll_allgather_direct(const coll_args_t *a); /* count = per-rank send count */
-/* May a rank whose AllGather output (out_bytes per rank) is probably cached
- * ask to pull (coll_args_t.pull), under tune (NULL: the defaults)? */
-int coll_allgather_pull_fits(const coll_tuning_t *tune, size_t out_bytes);
+/* Does this rank ask to pull (coll_args_t.pull) for the next AllGather of
+ * the communicator whose history is r, every rank reading in_bytes and
+ * writing out_bytes, this rank's output at out? With tune->ag_pull_min set,
+ * from that size when the output is probably cached; with 0, the default,
+ * as the shape's form trial says (coll_form.c). Steps that trial: call it
+ * once per AllGather, at its post, on every rank. */
+int coll_allgather_pull_want(coll_reuse_t *r, const coll_tuning_t *tune, int nranks,
+                             size_t in_bytes, size_t out_bytes, const void *out);
 int coll_allgather_staged(const coll_args_t *a);
 int coll_allgatherv_direct(const coll_args_t *a); /* recv_counts/recv_displs[r] */
 int coll_allgatherv_staged(const coll_args_t *a);

@@ -103,7 +103,9 @@ typedef enum {
     X(ZCCL_AG_PULL_MIN, ZC_CFG_UINT, ag_pull_min, "0", 0, 1073741824,                              \
       "AllGather outputs of at least this many bytes per rank are pulled (every rank copies "      \
       "each block into its own output) instead of pushed when every rank's output is probably "    \
-      "cached (0 = always push from 512 KiB; which form is faster depends on the host)")           \
+      "cached (0 = a timed trial of both forms picks, from 512 KiB, where the output is "          \
+      "probably cached and the op's data under half the last-level cache; which form is faster "   \
+      "depends on the host)")                                                                      \
     X(ZCCL_NT_MIN, ZC_CFG_UINT, nt_min, "0", 0, 4294967295u,                                       \
       "Copies of at least this many bytes use non-temporal stores; direct AllReduce and "          \
       "AllGather stream from twice this much data over all ranks, or when their output was not "   \

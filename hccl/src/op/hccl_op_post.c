@@ -125,12 +125,12 @@ void zh_op_post(zh_comm_t *c, const zh_task_t *t)
     /* The op's common start, for the store-kind trial's timings (coll_nt.c):
      * a clock read (20-40 ns on a VM) only where that is under 0.3 % */
     mine->posted_ns = op->send_bytes + op->recv_bytes >= ZH_STAMP_MIN ? zc_time_ns() : 0;
-    /* AllGather pulls when the outputs are probably cached and large enough
-     * (coll_allgather.c). Op k - 1 is done here (zh_op_turn): the history
-     * is op k's to read. */
-    mine->pull =
-        op->kind == ZH_OP_ALLGATHER && coll_allgather_pull_fits(&c->tune, op->recv_bytes) &&
-        !coll_nt_expect(&c->reuse, &c->tune, c->nranks, op->send_bytes, op->recv_bytes, op->recv);
+    /* AllGather asks to pull as its form trial says (coll_form.c), which
+     * this steps. Op k - 1 is done here (zh_op_turn): the history and the
+     * trial are op k's to read and step. */
+    mine->pull = op->kind == ZH_OP_ALLGATHER &&
+                 coll_allgather_pull_want(&c->reuse, &c->tune, c->nranks, op->send_bytes,
+                                          op->recv_bytes, op->recv);
     int zc_ok = zh_mem_local_covers(c, mine->send_va, op->send_bytes) &&
                 zh_mem_local_covers(c, mine->recv_va, op->recv_bytes);
     for (int i = 0; i < ZH_V_ARRAYS; i++) {

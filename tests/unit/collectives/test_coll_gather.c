@@ -123,30 +123,11 @@ static void test_allgather_push(void **state)
                                       (size_t)(1536 * 1024) / (size_t)np + 7);
                 c.inplace = forms[f];
                 c.pull = rep >= 5;
-                c.tune.ag_pull_min = (size_t)1 << 20;
                 c.tune.nt_min = rep % 5 == 4 ? 0 : 8u << 20;
                 tc_run_case(&c);
             }
         }
     }
-}
-
-/* Who may ask to pull: from ag_pull_min bytes of output per rank, and
- * nobody while it is 0, the default (below 512 KiB, pushing or pulling is
- * chosen by size alone). */
-static void test_allgather_pull_fits(void **state)
-{
-    (void)state;
-    const size_t mib = (size_t)1 << 20;
-    coll_tuning_t t = {.oneshot_max = COLL_DEFAULT_ONESHOT_MAX, .nt_min = COLL_DEFAULT_NT_MIN};
-    assert_false(coll_allgather_pull_fits(NULL, SIZE_MAX));
-    assert_false(coll_allgather_pull_fits(&t, mib));
-    assert_false(coll_allgather_pull_fits(&t, SIZE_MAX));
-    t.ag_pull_min = mib;
-    assert_false(coll_allgather_pull_fits(&t, 0));
-    assert_false(coll_allgather_pull_fits(&t, mib - 1));
-    assert_true(coll_allgather_pull_fits(&t, mib));
-    assert_true(coll_allgather_pull_fits(&t, SIZE_MAX));
 }
 
 /* A staged rank with a NULL send (the root for Broadcast / Scatter) fails
@@ -205,7 +186,6 @@ int main(void)
         cmocka_unit_test(test_scatter_staged),
         cmocka_unit_test(test_large),
         cmocka_unit_test(test_allgather_push),
-        cmocka_unit_test(test_allgather_pull_fits),
         cmocka_unit_test(test_staged_failures),
         cmocka_unit_test(test_allgatherv_mismatch),
     };

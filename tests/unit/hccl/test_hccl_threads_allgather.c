@@ -26,21 +26,25 @@
 #include "zt_launch.h"
 
 /* The form of a large AllGather (push or pull, coll_allgather.c) must be the
- * same on every rank, though each rank's post says what its own history
- * expects. Rank 0 reuses one output; rank 1 cycles through 8, so after its
- * first 8 ops its history expects each output evicted (streaming) while
- * rank 0's expects cached: a rank choosing alone would pull beside a pushing
- * peer and leave a slot of the peer's output unwritten (pulling is on:
- * ZCCL_AG_PULL_MIN, set in main). 24 ops of 4 MiB
- * of output per rank at np 2 and at np 4 (4 threads share the CI machine's
- * 2 cores), each output checked (raw bits, a new pattern per op). */
-#define PULL_OUT ((size_t)4 << 20)
+ * same on every rank, though each rank's post asks for its own: pulling
+ * from 512 KiB of output per rank takes every rank's ask, and a rank asks
+ * at its form trial's pull steps (coll_form.c: ops 20 to 23 of a shape, or
+ * later as the trial finds) only when its history expects its output
+ * cached. With `cycle`, rank 1 cycles through 8 outputs, so its history
+ * expects each evicted (streaming) and it never asks, while rank 0 reuses
+ * one output and asks: a rank choosing alone would pull beside a pushing
+ * peer and leave a slot of the peer's output unwritten. Without, every
+ * rank reuses one output and the trial's pull ops pull. 32 ops of 1 MiB of
+ * output per rank (in the trial's band with ZCCL_NT_MIN at 8 MiB, set in
+ * main) at np 2 and at np 4 (4 threads share the CI machine's 2 cores),
+ * each output checked (raw bits, a new pattern per op). */
+#define PULL_OUT ((size_t)1 << 20)
 #define PULL_OUTS 8
-#define PULL_OPS 24
+#define PULL_OPS 32
 
 static int pull_rank(int rank, int nranks, const HcclRootInfo *root, void *arg)
 {
-    (void)arg;
+    int cycle = *(const int *)arg;
     zt_env_t env;
     if (zt_env_open(&env, rank, nranks, root, NULL) != 0) {
         return 1;
@@ -52,7 +56,8 @@ static int pull_rank(int rank, int nranks, const HcclRootInfo *root, void *arg)
     char *outs = (char *)env.zc.va + env.half;
     size_t words = send_bytes / sizeof(uint32_t);
     for (int i = 0; i < PULL_OPS && fails == 0; i++) {
-        uint32_t *out = (uint32_t *)(outs + (rank == 0 ? 0 : (size_t)(i % PULL_OUTS) * out_bytes));
+        size_t slot = rank == 1 && cycle ? (size_t)(i % PULL_OUTS) : 0;
+        uint32_t *out = (uint32_t *)(outs + slot * out_bytes);
         for (size_t k = 0; k < words; k++) {
             send[k] = (uint32_t)(i * 7919 + rank * 104729) ^ (uint32_t)k;
         }
@@ -81,8 +86,10 @@ static int pull_rank(int rank, int nranks, const HcclRootInfo *root, void *arg)
 static void test_form_agreed(void **state)
 {
     (void)state;
-    assert_int_equal(zt_launch_threads(2, pull_rank, NULL), 0);
-    assert_int_equal(zt_launch_threads(4, pull_rank, NULL), 0);
+    for (int cycle = 0; cycle <= 1; cycle++) {
+        assert_int_equal(zt_launch_threads(2, pull_rank, &cycle), 0);
+        assert_int_equal(zt_launch_threads(4, pull_rank, &cycle), 0);
+    }
 }
 
 /* Threads as ranks (procs_s 0). */
@@ -92,7 +99,7 @@ int main(void)
 {
     setenv("HCCL_EXEC_TIMEOUT", "60", 0);
     setenv("HCCL_CONNECT_TIMEOUT", "60", 0);
-    setenv("ZCCL_AG_PULL_MIN", "1048576", 1); /* test_form_agreed: ranks may pull */
+    setenv("ZCCL_NT_MIN", "8388608", 1); /* test_form_agreed: its ops in the form trial's band */
     const struct CMUnitTest tests[] = {ZT_SUITE1_TESTS(&cfg), cmocka_unit_test(test_form_agreed)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

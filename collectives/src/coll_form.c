@@ -1,0 +1,187 @@
+/*
+ * AllGather's form where its output is probably cached: push or pull, as a
+ * timed trial on this host finds (docs/decisions/0009).
+ *
+ * From 512 KiB of output per rank the direct AllGather pushes: each rank
+ * copies its block into every output, reading it from memory once
+ * (coll_allgather.c). With the outputs still cached that saving is small,
+ * and pulling, where every rank writes only its own output, can win
+ * instead: on one host pulling ran 5-10 % faster at 1-4 MiB reused, on
+ * another 20 % slower. No size rule fits both, so the ranks time both forms
+ * on the op shapes where the question arises.
+ *
+ * The band: AllGather ops from 512 KiB of output per rank whose output the
+ * store-kind model expects cached outside its own trial's band (coll_nt.c:
+ * the op's data under W/2, the history reaching back to the output). There
+ * the stores are cached whatever the form, so the two trials never time
+ * each other's choices. Elsewhere the op pushes.
+ *
+ * The schedule of a shape: COLL_FORM_SETTLE ops push (a program's first
+ * ops pay page faults and a cold cache), then the trial: COLL_FORM_HALF
+ * ops push, COLL_FORM_RUN pull, COLL_FORM_HALF push, the first op of each
+ * run untimed (it pays for the state the other form left) and the fastest
+ * of the others counting for each form. Pull is then kept for
+ * COLL_FORM_HOLD_PULL ops when it was at least 1/COLL_FORM_MARGIN faster,
+ * else push for COLL_FORM_HOLD_PUSH; then a new trial. A trial that could
+ * not time both forms (its ops left the band, or a peer asked to push)
+ * starts again at once and keeps the verdict before it: out of the band
+ * the op pushes whatever the trial says. A sample runs from
+ * the op's common start (the last rank's post) to the end of this rank's
+ * exit barrier, as the store kind's do, so the ranks' figures agree.
+ *
+ * Agreement: every rank steps the schedule at each AllGather's post, band
+ * or not, so all ranks are at the same step of the same shape (every rank
+ * posts the same sequence of ops). A rank asks to pull in its post; the op
+ * pulls only when every rank asked (hccl's zh_op_pull), so ranks whose
+ * verdicts differ push, and a pulling rank never meets a pushing one.
+ */
+#include "coll_internal.h"
+
+#include "zc/sync.h"
+
+#include <string.h>
+
+#define COLL_FORM_SETTLE 16u
+#define COLL_FORM_HALF 3u /* each pushing half of a trial */
+#define COLL_FORM_RUN 4u  /* its pulling run */
+#define COLL_FORM_OPS (2u * COLL_FORM_HALF + COLL_FORM_RUN)
+#define COLL_FORM_HOLD_PULL 256u
+#define COLL_FORM_HOLD_PUSH 1024u
+#define COLL_FORM_MARGIN 50u /* pull over push: 2 % faster */
+
+static coll_form_t *coll_form_slot(coll_reuse_t *r, size_t in_bytes, size_t out_bytes)
+{
+    coll_form_t *lru = &r->form[0];
+    for (int k = 0; k < COLL_FORM_SLOTS; k++) {
+        coll_form_t *f = &r->form[k];
+        if (f->in_bytes == in_bytes && f->out_bytes == out_bytes) {
+            return f;
+        }
+        lru = f->used < lru->used ? f : lru;
+    }
+    memset(lru, 0, sizeof(*lru));
+    lru->in_bytes = in_bytes;
+    lru->out_bytes = out_bytes;
+    return lru;
+}
+
+/* The form of a trial's step: push, pull, push. */
+static int coll_form_kind(uint32_t step)
+{
+    return step >= COLL_FORM_HALF && step < COLL_FORM_HALF + COLL_FORM_RUN;
+}
+
+/* Did a finished trial time both forms? */
+static int coll_form_timed(const coll_form_t *f)
+{
+    return f->best_ns[0] != UINT64_MAX && f->best_ns[1] != UINT64_MAX;
+}
+
+/* The verdict of a trial that timed both forms: pull only when it won by
+ * the margin. */
+static int coll_form_verdict(const coll_form_t *f)
+{
+    uint64_t push = f->best_ns[0];
+    uint64_t pull = f->best_ns[1];
+    int win = pull < push - push / COLL_FORM_MARGIN;
+    ZC_DEBUG(ZC_SUB_COLL, "AllGather form trial %llu/%llu bytes: push %llu ns, pull %llu ns: %s",
+             (unsigned long long)f->in_bytes, (unsigned long long)f->out_bytes,
+             (unsigned long long)push, (unsigned long long)pull, win ? "pull" : "push");
+    return win;
+}
+
+/* Step the shape's schedule; the form its op k asks for. */
+static int coll_form_step(coll_reuse_t *r, coll_form_t *f, uint32_t *trial_step)
+{
+    uint32_t k = f->step;
+    uint32_t hold = f->pull ? COLL_FORM_HOLD_PULL : COLL_FORM_HOLD_PUSH;
+    f->step = k + 1 == COLL_FORM_SETTLE + COLL_FORM_OPS + hold ? COLL_FORM_SETTLE : k + 1;
+    f->used = ++r->forms;
+    *trial_step = UINT32_MAX;
+    if (k < COLL_FORM_SETTLE) {
+        return 0;
+    }
+    uint32_t step = k - COLL_FORM_SETTLE;
+    if (step == COLL_FORM_OPS && !coll_form_timed(f)) {
+        /* a form untimed (out of the band, or a peer pushed): again */
+        step = 0;
+        f->step = COLL_FORM_SETTLE + 1;
+    }
+    if (step == 0) {
+        f->best_ns[0] = f->best_ns[1] = UINT64_MAX;
+    }
+    if (step == COLL_FORM_OPS) {
+        f->pull = coll_form_verdict(f);
+    }
+    if (step >= COLL_FORM_OPS) {
+        return f->pull;
+    }
+    *trial_step = step;
+    return coll_form_kind(step);
+}
+
+int coll_allgather_pull_want(coll_reuse_t *r, const coll_tuning_t *tune, int nranks,
+                             size_t in_bytes, size_t out_bytes, const void *out)
+{
+    if (r != NULL) {
+        r->form_pend_slot = 0; /* a sample nobody reported done is dropped */
+        r->form_ran = 0;
+    }
+    size_t min = tune != NULL ? tune->ag_pull_min : 0;
+    if (out_bytes < COLL_AG_PUSH_MIN || r == NULL) {
+        return 0; /* below, every AllGather pulls */
+    }
+    if (min > 0) {
+        return out_bytes >= min &&
+               !coll_nt_expect(r, tune, nranks, in_bytes, out_bytes, out); /* the fixed rule */
+    }
+    coll_form_t *f = coll_form_slot(r, in_bytes, out_bytes);
+    uint32_t step;
+    int pull = coll_form_step(r, f, &step);
+    if (!coll_nt_settled_cached(r, tune, nranks, in_bytes, out_bytes, out)) {
+        return 0;
+    }
+    int first =
+        step == 0 || (step != UINT32_MAX && coll_form_kind(step) != coll_form_kind(step - 1));
+    if (step != UINT32_MAX && !first) {
+        r->form_pend_slot = (int)(f - r->form) + 1;
+        r->form_pend_step = step;
+    }
+    return pull;
+}
+
+void coll_form_ran(coll_reuse_t *r, int pull, uint64_t start_ns)
+{
+    if (r != NULL && r->form_pend_slot != 0) {
+        r->form_ran = 1 + (pull != 0);
+        r->form_t0 = start_ns != 0 ? start_ns : zc_time_ns();
+    }
+}
+
+void coll_form_learn(coll_reuse_t *r, uint64_t ns)
+{
+    int slot = r->form_pend_slot;
+    int ran = r->form_ran;
+    r->form_pend_slot = 0;
+    r->form_ran = 0;
+    if (slot <= 0 || slot > COLL_FORM_SLOTS || ran == 0) {
+        return;
+    }
+    /* the form the op ran, which a peer's post may have turned to push */
+    uint64_t *best = &r->form[slot - 1].best_ns[ran - 1];
+    *best = ns < *best ? ns : *best;
+}
+
+void coll_form_done(coll_reuse_t *r)
+{
+    if (r->form_pend_slot == 0 || r->form_ran == 0) {
+        return;
+    }
+    uint64_t now = zc_time_ns();
+    if (now > r->form_t0) {
+        coll_form_learn(r, now - r->form_t0);
+    } else {
+        r->form_pend_slot = 0;
+        r->form_ran = 0;
+    }
+}

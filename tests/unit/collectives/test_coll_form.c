@@ -1,0 +1,243 @@
+/*
+ * AllGather's form trial (coll_form.c), fed made-up timings: the schedule of
+ * settling ops, a trial of push / pull / push and the verdict's hold; the
+ * margin pull must win by; the band it runs in; a trial op a peer turned
+ * to push; and the fixed rule of ZCCL_AG_PULL_MIN. Rank 0 of two is
+ * driven as libhccl drives it: ask at the post, run, note the op in the
+ * store-kind history, time it.
+ */
+#include "test_coll_harness.h"
+
+#define MIB ((size_t)1 << 20)
+
+/* Fake buffers: the choice looks at addresses only, never at the bytes. */
+#define FORM_BUF(i) ((char *)(uintptr_t)(((uintptr_t)(i) + 1) << 32))
+
+#define FORM_SETTLE 16
+#define FORM_HALF 3 /* push ops before and after a trial's pull run */
+#define FORM_RUN 4
+#define FORM_OPS (2 * FORM_HALF + FORM_RUN)
+#define FORM_HOLD_PULL 256
+#define FORM_HOLD_PUSH 1024
+
+/* nt_min 8 MiB: the store-kind window W is 16 MiB of op data, and ops of
+ * up to 8 MiB of data (W / 2) keep cached stores with no trial of theirs. */
+static const coll_tuning_t form_tune = {16384, 8u << 20, 0};
+
+/* The time each form takes ([0] push, [1] pull). */
+typedef struct {
+    uint64_t ns[2];
+} form_times_t;
+
+/* Whether the last op's post made it a timed sample. */
+static int form_sampled;
+
+/* One AllGather of out_bytes per rank on buffer set i, on rank 0 of np:
+ * what the rank asked, and the op then ran pull when every rank asked
+ * (peer_pushes: a peer did not). Returns what rank 0 asked. */
+static int form_op_peer(coll_reuse_t *r, const coll_tuning_t *tune, int np, int i, size_t out_bytes,
+                        const form_times_t *t, int peer_pushes)
+{
+    size_t in_bytes = out_bytes / (size_t)np;
+    const void *ins[TC_MAXR] = {FORM_BUF(2 * i)};
+    void *outs[TC_MAXR] = {FORM_BUF(2 * i + 1)};
+    int want = coll_allgather_pull_want(r, tune, np, in_bytes, out_bytes, outs[0]);
+    form_sampled = r != NULL && r->form_pend_slot != 0;
+    int pull = want && !peer_pushes;
+    coll_form_ran(r, pull, 1);
+    coll_args_t a;
+    memset(&a, 0, sizeof(a));
+    a.nranks = np;
+    a.in = ins;
+    a.out = outs;
+    a.tune = tune;
+    a.reuse = r;
+    (void)coll_nt_choose(&a, in_bytes, out_bytes); /* the op's store kind, noted */
+    coll_form_learn(r, t->ns[pull]);
+    return want;
+}
+
+static int form_op(coll_reuse_t *r, int i, size_t out_bytes, const form_times_t *t)
+{
+    return form_op_peer(r, &form_tune, 2, i, out_bytes, t, 0);
+}
+
+/* One trial of the 2 MiB shape (6 MiB of data at np 2) and the verdict the
+ * next op asks for; the settling ops first on a new shape. Each run's first
+ * op is no sample. */
+static int form_trial(coll_reuse_t *r, const form_times_t *t)
+{
+    if (r->forms == 0) {
+        for (int k = 0; k < FORM_SETTLE; k++) {
+            assert_int_equal(form_op(r, 0, 2 * MIB, t), 0);
+        }
+    }
+    for (int k = 0; k < FORM_OPS; k++) {
+        int kind = k >= FORM_HALF && k < FORM_HALF + FORM_RUN;
+        int first = k == 0 || k == FORM_HALF || k == FORM_HALF + FORM_RUN;
+        assert_int_equal(form_op(r, 0, 2 * MIB, t), kind);
+        assert_int_equal(form_sampled, !first);
+    }
+    return form_op(r, 0, 2 * MIB, t);
+}
+
+/* Pull 20 % faster: after 16 settling ops and a trial, pull for 256 ops,
+ * then a new trial; when push wins that one, push for 1,024. */
+static void test_form_pull_wins(void **state)
+{
+    (void)state;
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    const form_times_t pull_wins = {{1000, 800}};
+    const form_times_t push_wins = {{800, 1000}};
+    for (int trial = 0; trial < 3; trial++) {
+        assert_int_equal(form_trial(&r, &pull_wins), 1);
+        for (int k = 1; k < FORM_HOLD_PULL; k++) {
+            assert_int_equal(form_op(&r, 0, 2 * MIB, &pull_wins), 1);
+            assert_false(form_sampled);
+        }
+    }
+    assert_int_equal(form_trial(&r, &push_wins), 0);
+    for (int k = 1; k < FORM_HOLD_PUSH; k++) {
+        assert_int_equal(form_op(&r, 0, 2 * MIB, &push_wins), 0);
+    }
+    assert_int_equal(form_trial(&r, &pull_wins), 1);
+}
+
+/* Pull only 1 % faster: not enough, push (the margin is 2 %); 3 % is. */
+static void test_form_margin(void **state)
+{
+    (void)state;
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    const form_times_t close = {{1000, 990}};
+    const form_times_t enough = {{1000, 970}};
+    assert_int_equal(form_trial(&r, &close), 0);
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(form_trial(&r, &enough), 1);
+}
+
+/* A trial with no timings (nobody reported its ops done) starts again at
+ * once, and its ops keep the verdict before it; timed, it decides. */
+static void test_form_untimed(void **state)
+{
+    (void)state;
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    const form_times_t pull_wins = {{1000, 800}};
+    assert_int_equal(form_trial(&r, &pull_wins), 1);
+    for (int k = 1; k < FORM_HOLD_PULL; k++) {
+        (void)form_op(&r, 0, 2 * MIB, &pull_wins);
+    }
+    for (int trial = 0; trial < 3; trial++) {
+        for (int k = 0; k < FORM_OPS; k++) {
+            int kind = k >= FORM_HALF && k < FORM_HALF + FORM_RUN;
+            assert_int_equal(coll_allgather_pull_want(&r, &form_tune, 2, MIB, 2 * MIB, FORM_BUF(1)),
+                             kind);
+        }
+    }
+    const form_times_t push_wins = {{800, 1000}};
+    assert_int_equal(form_trial(&r, &push_wins), 0);
+}
+
+/* Outside the band the op pushes, untimed, however fast pulling would be:
+ * under 512 KiB of output (every AllGather pulls there anyway), data the
+ * store-kind trial owns (W / 2 and up) or streams, and outputs the history
+ * says were evicted. */
+static void test_form_band(void **state)
+{
+    (void)state;
+    const form_times_t pull_wins = {{1000, 500}};
+    const size_t sizes[] = {MIB / 2 - 64, 3 * MIB, 6 * MIB, 16 * MIB};
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        coll_reuse_t r;
+        memset(&r, 0, sizeof(r));
+        for (int k = 0; k < 2 * (FORM_SETTLE + FORM_OPS); k++) {
+            assert_int_equal(form_op(&r, 0, sizes[s], &pull_wins), 0);
+            assert_false(form_sampled);
+        }
+    }
+    /* a rotation over 8 buffer sets of 6 MiB of data each: evicted */
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    for (int k = 0; k < 8 * (FORM_SETTLE + FORM_OPS); k++) {
+        int want = form_op(&r, k % 8, 2 * MIB, &pull_wins);
+        assert_int_equal(want, 0);
+    }
+    /* no history: a NULL reuse never asks */
+    assert_int_equal(coll_allgather_pull_want(NULL, &form_tune, 2, MIB, 2 * MIB, FORM_BUF(1)), 0);
+}
+
+/* A peer that asked to push turns the trial's pull ops to push: they are
+ * timed as what they ran, so pull has no sample, and the trial starts
+ * again (its first op pushes). */
+static void test_form_peer_pushed(void **state)
+{
+    (void)state;
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    const form_times_t pull_wins = {{1000, 500}};
+    for (int k = 0; k < FORM_SETTLE + FORM_OPS; k++) {
+        (void)form_op_peer(&r, &form_tune, 2, 0, 2 * MIB, &pull_wins, 1);
+    }
+    assert_int_equal(r.form[0].best_ns[1], UINT64_MAX);
+    assert_int_equal(r.form[0].best_ns[0], 1000); /* the pull ops, run as push, among them */
+    assert_int_equal(form_op(&r, 0, 2 * MIB, &pull_wins), 0);
+    assert_int_equal(form_op(&r, 0, 2 * MIB, &pull_wins), 0);
+    assert_int_equal(form_op(&r, 0, 2 * MIB, &pull_wins), 0);
+    assert_int_equal(form_op(&r, 0, 2 * MIB, &pull_wins), 1);
+}
+
+/* Shapes have trials of their own, in slots; a sample nobody reported done
+ * is dropped at the next op's post. */
+static void test_form_shapes(void **state)
+{
+    (void)state;
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    const form_times_t pull_wins = {{1000, 800}};
+    for (int k = 0; k < FORM_SETTLE + 1; k++) {
+        (void)form_op(&r, 0, 2 * MIB, &pull_wins);
+        (void)form_op(&r, 1, MIB, &pull_wins);
+    }
+    (void)coll_allgather_pull_want(&r, &form_tune, 2, MIB, 2 * MIB, FORM_BUF(1));
+    int slot = r.form_pend_slot;
+    assert_int_not_equal(slot, 0);
+    (void)coll_allgather_pull_want(&r, &form_tune, 2, MIB / 2, MIB, FORM_BUF(3));
+    assert_int_not_equal(r.form_pend_slot, 0);
+    assert_int_not_equal(r.form_pend_slot, slot);
+    coll_form_ran(&r, 0, 1);
+    (void)coll_allgather_pull_want(&r, &form_tune, 2, MIB / 4, MIB / 2, FORM_BUF(5));
+    assert_int_equal(r.form_pend_slot, 0);
+    assert_int_equal(r.form_ran, 0);
+}
+
+/* ZCCL_AG_PULL_MIN set: from that size, every op whose output is probably
+ * cached asks to pull at once, with no trial; below it, or streaming, push. */
+static void test_form_fixed_rule(void **state)
+{
+    (void)state;
+    coll_tuning_t tune = form_tune;
+    tune.ag_pull_min = MIB;
+    const form_times_t push_wins = {{500, 1000}};
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    for (int k = 0; k < 20; k++) {
+        assert_int_equal(form_op_peer(&r, &tune, 2, 0, 2 * MIB, &push_wins, 0), 1);
+        assert_int_equal(form_op_peer(&r, &tune, 2, 1, MIB - 64, &push_wins, 0), 0);
+        assert_false(form_sampled);
+    }
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(form_op_peer(&r, &tune, 2, 0, 64 * MIB, &push_wins, 0), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_form_pull_wins), cmocka_unit_test(test_form_margin),
+        cmocka_unit_test(test_form_band),      cmocka_unit_test(test_form_peer_pushed),
+        cmocka_unit_test(test_form_shapes),    cmocka_unit_test(test_form_fixed_rule),
+        cmocka_unit_test(test_form_untimed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
