@@ -141,11 +141,9 @@ int coll_allgather_pull_want(coll_reuse_t *r, const coll_tuning_t *tune, int nra
     if (!coll_nt_settled_cached(r, tune, nranks, in_bytes, out_bytes, out)) {
         return 0;
     }
-    int first =
-        step == 0 || (step != UINT32_MAX && coll_form_kind(step) != coll_form_kind(step - 1));
-    if (step != UINT32_MAX && !first) {
+    /* the first op of each run is untimed */
+    if (step != UINT32_MAX && step != 0 && coll_form_kind(step) == coll_form_kind(step - 1)) {
         r->form_pend_slot = (int)(f - r->form) + 1;
-        r->form_pend_step = step;
     }
     return pull;
 }

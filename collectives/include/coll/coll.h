@@ -192,12 +192,11 @@ typedef struct {
      * streaming [1]: written by the op's thread only, read by anyone. */
     _Atomic uint64_t kind_ops[2];
     /* AllGather's form trials (coll_form.c) and the last op, when its post
-     * made it a timed sample: its slot + 1 (0: none), its step, and the
+     * made it a timed sample: its slot + 1 (0: none) and the
      * form it ran + 1 (0: it did not run the direct push or pull) */
     uint32_t forms; /* ops that went through a form slot */
     coll_form_t form[COLL_FORM_SLOTS];
     int form_pend_slot;
-    uint32_t form_pend_step;
     int form_ran;
     uint64_t form_t0;
 } coll_reuse_t;
