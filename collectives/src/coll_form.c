@@ -10,11 +10,15 @@
  * another 20 % slower. No size rule fits both, so the ranks time both forms
  * on the op shapes where the question arises.
  *
- * The band: AllGather ops from 512 KiB of output per rank whose output the
- * store-kind model expects cached outside its own trial's band (coll_nt.c:
- * the op's data under W/2, the history reaching back to the output). There
- * the stores are cached whatever the form, so the two trials never time
- * each other's choices. Elsewhere the op pushes.
+ * The band: AllGather ops from 512 KiB of output per rank whose stores
+ * are cached and settled (coll_nt_settled_cached): the store-kind model
+ * expects the output cached outside its own trial's band (the op's data
+ * under W/2, the history reaching back to the output), or inside that band
+ * (W/2 to W) the shape's store-kind trial holds a cached verdict. There the
+ * stores are cached whatever the form, and an op of a store-kind trial is
+ * out of the band (it pushes, unsampled), so the two trials never time
+ * each other's choices. Elsewhere the op pushes. Inside the store-kind
+ * band too the better form moves with the host (decision 0009).
  *
  * The schedule of a shape: COLL_FORM_SETTLE ops push (a program's first
  * ops pay page faults and a cold cache), then the trial: COLL_FORM_HALF

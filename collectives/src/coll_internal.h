@@ -130,8 +130,10 @@ int coll_nt_choose(const coll_args_t *a, size_t in_bytes, size_t out_bytes);
  *  half, for tests); nothing when none is pending. */
 void coll_nt_learn(coll_reuse_t *r, uint64_t ns);
 
-/** Does the store-kind model (coll_nt.c) keep such an op cached, from a
- *  history that reaches its output, outside its trial's band? Changes
+/** Will such an op's stores be cached and stay so for a while (coll_nt.c):
+ *  the model keeps it cached from a history that reaches its output,
+ *  outside its trial's band, or inside it the shape's trial holds a cached
+ *  verdict (past the op that adopted the ranks' majority)? Changes
  *  nothing. */
 int coll_nt_settled_cached(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks,
                            size_t in_bytes, size_t out_bytes, const void *out);

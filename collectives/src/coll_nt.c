@@ -433,12 +433,33 @@ int coll_nt_choose(const coll_args_t *a, size_t in_bytes, size_t out_bytes)
     return coll_nt_count(r, nt);
 }
 
+/* Is the shape's trial holding its verdict at the next op: past the op
+ * after the trial, where the ranks' majority was adopted (the kind is the
+ * same on every rank and stays until the next trial)? */
+static int coll_trial_holding(const coll_reuse_t *r, size_t in_bytes, size_t out_bytes, int *nt)
+{
+    for (int k = 0; k < COLL_TRIAL_SLOTS; k++) {
+        const coll_trial_t *t = &r->trial[k];
+        if (t->in_bytes == in_bytes && t->out_bytes == out_bytes) {
+            *nt = t->nt;
+            return t->number > 0 && t->step > COLL_TRIAL_SETTLE + coll_trial_ops(t);
+        }
+    }
+    return 0;
+}
+
 int coll_nt_settled_cached(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks,
                            size_t in_bytes, size_t out_bytes, const void *out)
 {
     coll_args_t a = {.nranks = nranks, .tune = tune, .reuse = (coll_reuse_t *)(uintptr_t)r};
     int nt, trial;
-    return coll_nt_model(&a, in_bytes, out_bytes, out, &nt, &trial) > 0 && !nt && !trial;
+    if (coll_nt_model(&a, in_bytes, out_bytes, out, &nt, &trial) <= 0) {
+        return 0;
+    }
+    if (trial) {
+        return coll_trial_holding(r, in_bytes, out_bytes, &nt) && !nt;
+    }
+    return !nt;
 }
 
 int coll_nt_expect(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks, size_t in_bytes,

@@ -142,13 +142,14 @@ static void test_form_untimed(void **state)
 
 /* Outside the band the op pushes, untimed, however fast pulling would be:
  * under 512 KiB of output (every AllGather pulls there anyway), data the
- * store-kind trial owns (W / 2 and up) or streams, and outputs the history
- * says were evicted. */
+ * store-kind trial holds streaming (6 MiB: 18 MiB of data, streaming its
+ * prior, and no timings to overturn it) or that streams by size, and
+ * outputs the history says were evicted. */
 static void test_form_band(void **state)
 {
     (void)state;
     const form_times_t pull_wins = {{1000, 500}};
-    const size_t sizes[] = {MIB / 2 - 64, 3 * MIB, 6 * MIB, 16 * MIB};
+    const size_t sizes[] = {MIB / 2 - 64, 6 * MIB, 16 * MIB};
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         coll_reuse_t r;
         memset(&r, 0, sizeof(r));
@@ -166,6 +167,44 @@ static void test_form_band(void **state)
     }
     /* no history: a NULL reuse never asks */
     assert_int_equal(coll_allgather_pull_want(NULL, &form_tune, 2, MIB, 2 * MIB, FORM_BUF(1)), 0);
+}
+
+/* Inside the store-kind trial's band (3 MiB: 9 MiB of data, W / 2 to W)
+ * the form trial runs only while that trial holds a cached verdict: its
+ * own ops (and the ops before its verdict is adopted) push, unsampled, so
+ * neither trial times the other's choices; then pull wins, and it is asked
+ * for only where the stores are settled cached. */
+static void test_form_in_kind_band(void **state)
+{
+    (void)state;
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    const form_times_t pull_wins = {{1000, 500}};
+    int first_pull = -1;
+    int pulls = 0;
+    for (int k = 0; k < 400; k++) {
+        int settled = coll_nt_settled_cached(&r, &form_tune, 2, 3 * MIB / 2, 3 * MIB, FORM_BUF(1));
+        /* the store-kind trial's step for this op: its trial and the op
+           adopting its verdict are 16 to 24 (8 ops cached / streaming) */
+        uint32_t kind_step = r.trial[0].step;
+        int want = form_op(&r, 0, 3 * MIB, &pull_wins);
+        if (kind_step >= FORM_SETTLE && kind_step <= FORM_SETTLE + 8) {
+            assert_false(settled);
+        }
+        if (!settled) {
+            assert_int_equal(want, 0);
+            assert_false(form_sampled);
+        }
+        first_pull = want && first_pull < 0 ? k : first_pull;
+        pulls += want;
+    }
+    /* the store-kind trial settles (16 ops), tries (8) and adopts (1); the
+       form trial under way then has no pull sample and starts again: its
+       pull run follows its first push half */
+    const int held = FORM_SETTLE + 8 + 1;
+    assert_true(first_pull >= held + FORM_HALF);
+    assert_true(first_pull <= held + FORM_OPS + FORM_HALF);
+    assert_true(pulls > 400 / 2);
 }
 
 /* A peer that asked to push turns the trial's pull ops to push: they are
@@ -237,7 +276,7 @@ int main(void)
         cmocka_unit_test(test_form_pull_wins), cmocka_unit_test(test_form_margin),
         cmocka_unit_test(test_form_band),      cmocka_unit_test(test_form_peer_pushed),
         cmocka_unit_test(test_form_shapes),    cmocka_unit_test(test_form_fixed_rule),
-        cmocka_unit_test(test_form_untimed),
+        cmocka_unit_test(test_form_untimed),   cmocka_unit_test(test_form_in_kind_band),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
