@@ -433,19 +433,16 @@ int coll_nt_choose(const coll_args_t *a, size_t in_bytes, size_t out_bytes)
     return coll_nt_count(r, nt);
 }
 
-/* Is the shape's trial holding its verdict at the next op: past the op
- * after the trial, where the ranks' majority was adopted (the kind is the
- * same on every rank and stays until the next trial)? */
-static int coll_trial_holding(const coll_reuse_t *r, size_t in_bytes, size_t out_bytes, int *nt)
+/* The shape's trial slot, NULL when it has none. */
+static const coll_trial_t *coll_trial_find(const coll_reuse_t *r, size_t in_bytes, size_t out_bytes)
 {
     for (int k = 0; k < COLL_TRIAL_SLOTS; k++) {
         const coll_trial_t *t = &r->trial[k];
         if (t->in_bytes == in_bytes && t->out_bytes == out_bytes) {
-            *nt = t->nt;
-            return t->number > 0 && t->step > COLL_TRIAL_SETTLE + coll_trial_ops(t);
+            return t;
         }
     }
-    return 0;
+    return NULL;
 }
 
 int coll_nt_settled_cached(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks,
@@ -456,10 +453,14 @@ int coll_nt_settled_cached(const coll_reuse_t *r, const coll_tuning_t *tune, int
     if (coll_nt_model(&a, in_bytes, out_bytes, out, &nt, &trial) <= 0) {
         return 0;
     }
-    if (trial) {
-        return coll_trial_holding(r, in_bytes, out_bytes, &nt) && !nt;
+    if (!trial) {
+        return !nt;
     }
-    return !nt;
+    /* Inside the trial's band: the shape's trial holds a cached verdict,
+     * past the op that adopted the ranks' majority (the kind is the same on
+     * every rank and stays until the next trial). */
+    const coll_trial_t *t = coll_trial_find(r, in_bytes, out_bytes);
+    return t != NULL && t->step > COLL_TRIAL_SETTLE + coll_trial_ops(t) && !t->nt;
 }
 
 int coll_nt_expect(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks, size_t in_bytes,
@@ -469,11 +470,6 @@ int coll_nt_expect(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks,
     coll_args_t a = {.nranks = nranks, .tune = tune, .reuse = (coll_reuse_t *)(uintptr_t)r};
     int nt, trial;
     coll_nt_model(&a, in_bytes, out_bytes, out, &nt, &trial);
-    for (int k = 0; trial && k < COLL_TRIAL_SLOTS; k++) {
-        const coll_trial_t *t = &r->trial[k];
-        if (t->in_bytes == in_bytes && t->out_bytes == out_bytes) {
-            return coll_trial_kind_at(t, t->step); /* what the next op runs */
-        }
-    }
-    return nt;
+    const coll_trial_t *t = trial ? coll_trial_find(r, in_bytes, out_bytes) : NULL;
+    return t != NULL ? coll_trial_kind_at(t, t->step) : nt; /* what the next op runs */
 }
