@@ -70,6 +70,17 @@ if(ZCCL_BUILD_TESTS)
     COMMAND ${ZCCL_BENCH_MPIRUN} -np 1 $<TARGET_FILE:all_reduce_perf> --cold 2)
   set_tests_properties(bench_bad_mode PROPERTIES LABELS mpi TIMEOUT 60
                        PASS_REGULAR_EXPRESSION "bad value '2' for option --cold")
+  # A null run (--null 1): the zccl column times the reference itself, whose
+  # results are checked in that column too; it needs activated memory.
+  add_test(NAME bench_null_np2
+    COMMAND ${ZCCL_BENCH_MPIRUN} -np 2 $<TARGET_FILE:all_gather_perf> ${ZCCL_BENCH_SMOKE} -z 1
+            --repeat 3 --null 1)
+  set_tests_properties(bench_null_np2 PROPERTIES LABELS mpi RUN_SERIAL TRUE TIMEOUT 300
+                       PASS_REGULAR_EXPRESSION "NULL RUN.*Out of bounds values : 0 OK")
+  add_test(NAME bench_null_needs_z1
+    COMMAND ${ZCCL_BENCH_MPIRUN} -np 1 $<TARGET_FILE:all_reduce_perf> -z 0 --null 1)
+  set_tests_properties(bench_null_needs_z1 PROPERTIES LABELS mpi TIMEOUT 60
+                       PASS_REGULAR_EXPRESSION "--null 1 needs the reference on activated memory")
   add_test(NAME bench_all_reduce_perf_np2_inplace_hccl
     COMMAND ${ZCCL_BENCH_MPIRUN} -np 2 $<TARGET_FILE:all_reduce_perf> -b 8 -e 64K -f 64 -n 5 -w 1
             -I 1 -d int32 -o max --format hccl)

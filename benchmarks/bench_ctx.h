@@ -33,6 +33,7 @@ typedef struct bench_args {
     int cold;          /**< --cold: rotate buffers so no op finds its data cached */
     int repeat;        /**< --repeat: timed rounds per size (best kept) */
     int blocking;      /**< --blocking: synchronize the stream after every op */
+    int null_ref;      /**< --null: zccl's column times the reference's lead (bench_ref.c) */
     const char *csv;   /**< --csv FILE */
 } bench_args_t;
 
@@ -55,6 +56,7 @@ typedef struct bench_ref {
     int ok;                         /**< mapped on every rank */
     int yield;                      /**< more ranks than cores: yield while waiting */
     int variant;                    /**< the variant bench_ref_batch runs */
+    int lead;                       /**< this row's leading variant so far; -1 none yet */
     int iters[BENCH_REF_NVAR];      /**< per variant at this size; 0: does not apply */
     double best_us[BENCH_REF_NVAR]; /**< per variant: its best round */
     double round_us[BENCH_REF_NVAR][BENCH_MAX_REPEAT]; /**< per variant: every round */
@@ -212,6 +214,13 @@ void bench_ref_check_row(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t
 
 /** A timed batch of the variant in ctx->ref.variant. */
 double bench_ref_batch(bench_ctx_t *ctx, const bench_ring_t *ring, int iters);
+
+/**
+ * --null 1, in zccl's place: a timed batch of the row's leading variant so
+ * far (direct before the reference's first round). %ref then compares the
+ * reference with itself: what this host's noise alone prints.
+ */
+double bench_ref_null_batch(bench_ctx_t *ctx, const bench_ring_t *ring, int iters);
 
 /**
  * The host probe: ns per flag barrier of the reference's counters over a

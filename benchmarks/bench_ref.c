@@ -73,6 +73,12 @@
  *                so the one barrier per op is enough: reusing a slot two ops
  *                later needs every peer's arrival at the op between), barrier,
  *                own-output kernel reading the slots. No exit barrier.
+ * Null runs (--null 1, bench_ref_null_batch): zccl's column times the
+ * reference's leading variant so far (direct until the first round has
+ * chosen one), through the same calibration, warm-up and pairing as zccl.
+ * %ref then compares the reference with itself, so the distance of its
+ * rows from 100 % is what this host's noise, the order of the pair and the
+ * choice among the variants put into a %ref alone.
  * The host probe (bench_ref_probe_ns): 256 of the barriers above, timed at
  * the start of every round; the row keeps the rounds' median and maximum.
  * At np 2 that is a line's round trip between the two ranks' cores, and the
@@ -555,6 +561,17 @@ void bench_ref_measure(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *
         }
     }
     row->ref_us = row->ref_variant >= 0 ? r->best_us[row->ref_variant] : 0.0;
+    r->lead = row->ref_variant;
+}
+
+double bench_ref_null_batch(bench_ctx_t *ctx, const bench_ring_t *ring, int iters)
+{
+    bench_ref_t *r = &ctx->ref;
+    int saved = r->variant;
+    r->variant = r->lead >= 0 ? r->lead : BENCH_REF_DIRECT;
+    double t = bench_ref_batch(ctx, ring, iters);
+    r->variant = saved;
+    return t;
 }
 
 void bench_ref_check_row(bench_ctx_t *ctx, const bench_ring_t *ring, bench_row_t *row)

@@ -109,6 +109,9 @@ static double bench_loop(bench_ctx_t *ctx, const bench_ring_t *ring, int iters,
    with --blocking 1); seconds, max over ranks. */
 static double bench_zccl_batch(bench_ctx_t *ctx, const bench_ring_t *ring, int iters)
 {
+    if (ctx->a.null_ref) {
+        return bench_ref_null_batch(ctx, ring, iters);
+    }
     bench_op_t op;
     double t0 = bench_loop(ctx, ring, iters, bench_zccl_launch, &op);
     if (!ctx->a.blocking) {
@@ -263,6 +266,7 @@ static void bench_measure(bench_ctx_t *ctx, size_t bytes, bench_row_t *row)
     row->size = elems * op.esize;
     row->count = elems;
     row->ref_variant = -1;
+    ctx->ref.lead = -1;
     double factor = coll->bus_factor(ctx->nranks);
 
     row->iters = bench_calibrate(ctx, &ring, bench_zccl_batch);
@@ -369,6 +373,9 @@ static void bench_prewarm(bench_ctx_t *ctx)
 
 static const char *bench_path_name(const bench_ctx_t *ctx)
 {
+    if (ctx->a.null_ref) {
+        return "null"; /* not zccl's: the reference against itself */
+    }
     return ctx->a.zero_copy ? "zero-copy" : "buffered";
 }
 
@@ -442,6 +449,10 @@ static void bench_print_header(const bench_ctx_t *ctx)
                "its variants, see bench_ref.c); %%ref = reference time / zccl time, the median of "
                "the --repeat rounds' ratios (each order of the pair apart, averaged)\n",
                coll->name);
+        if (a->null_ref) {
+            printf("# NULL RUN (--null 1): the zccl column times the reference's leading variant, "
+                   "not zccl; %%ref shows the host's noise alone\n");
+        }
     } else {
         printf("# reference: none for this tool, type or reduction ('-' below)\n");
     }

@@ -9,7 +9,7 @@
  * -w warm-up iters, -c check, -d type, -o reduction, -r root, -z zero copy,
  * -p ranks expected (HCCL's), plus -m MPI baseline, -I in place,
  * --blocking 0|1, --cold 0|1, --repeat R, --format nccl|hccl, --csv FILE, --rss,
- * --budget MS, --version, --help (the last two need no mpirun).
+ * --budget MS, --null 0|1, --version, --help (the last two need no mpirun).
  */
 #include "bench_ctx.h"
 
@@ -112,6 +112,9 @@ static void bench_usage(FILE *f, const char *tool)
             "                      the median of the rounds' reference / zccl ratios, those\n"
             "                      with zccl first and those with the reference first\n"
             "                      apart, averaged (default 1)\n"
+            "  --null 0|1          1: a null run: zccl's column times the reference's leading\n"
+            "                      variant instead of zccl, so %%ref shows the host's noise\n"
+            "                      alone (needs the reference on activated memory, -z 1)\n"
             "  --version           print the version and exit\n"
             "  --help              print this text and exit\n"
             "Every row also times the reference (the ideal kernel for the collective on raw\n"
@@ -143,6 +146,7 @@ static int bench_parse_args(int argc, char **argv, const bench_coll_t *coll, ben
         {"blocking", required_argument, NULL, 'K'},
         {"cold", required_argument, NULL, 'L'},
         {"repeat", required_argument, NULL, 'P'},
+        {"null", required_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -226,6 +230,9 @@ static int bench_parse_args(int argc, char **argv, const bench_coll_t *coll, ben
             break;
         case 'P':
             bad = bench_parse_int(optarg, 1, BENCH_MAX_REPEAT, &a->repeat);
+            break;
+        case 'N':
+            bad = bench_parse_int(optarg, 0, 1, &a->null_ref);
             break;
         case 'B': {
             int ms = 0;
@@ -451,6 +458,15 @@ int bench_main(int argc, char **argv, const bench_coll_t *coll)
     if (bench_ref_usable(&ctx) && bench_ref_open(&ctx) != 0 && ctx.rank == 0) {
         fprintf(stderr, "%s: no reference this run (its shared memory could not be mapped)\n",
                 coll->tool);
+    }
+    if (ctx.a.null_ref && !(ctx.ref.ok && ctx.a.zero_copy)) {
+        if (ctx.rank == 0) {
+            fprintf(stderr, "%s: --null 1 needs the reference on activated memory (-z 1): %s\n",
+                    coll->tool, ctx.ref.ok ? "-z 0 given" : "no reference this run");
+        }
+        bench_teardown(&ctx);
+        MPI_Finalize();
+        return 2;
     }
     bench_run_sweep(&ctx);
     bench_teardown(&ctx);

@@ -8,7 +8,9 @@
 # every group's geometric mean >= 95 %. A row above 105 % says the
 # reference is not ideal there (bench_ref.c): a NOTE names it. Prints the
 # rows (each run's %ref and the median), then MET or MISSED per group, and
-# exits 1 when any was missed.
+# exits 1 when any was missed. With -v path=null it judges null runs
+# (NULL_REF=1: the reference against itself, what the host's noise alone
+# prints) by the same rule.
 
 function median(list, n,    a, i, j, x) {
     for (i = 1; i <= n; i++) {
@@ -24,7 +26,7 @@ function median(list, n,    a, i, j, x) {
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 
-v("path") == "zero-copy" && v("inplace") == 0 && v("ref_pct") != "" &&
+v("path") == (path != "" ? path : "zero-copy") && v("inplace") == 0 && v("ref_pct") != "" &&
 (v("op") == "AllReduce" || v("op") == "AllGather") &&
 v("size") >= 1048576 && v("size") <= 268435456 {
     g = opname() "," v("nranks") "," v("cache") "," v("mode")
@@ -37,6 +39,9 @@ v("size") >= 1048576 && v("size") <= 268435456 {
 }
 
 END {
+    if (path == "null") {
+        printf "# NULL RUNS: the zccl column timed the reference's leading variant, not zccl\n"
+    }
     printf "# %%ref per row: each run's, then their median\n"
     for (r = 1; r <= nrows; r++) {
         k = rows[r]

@@ -10,7 +10,10 @@
 #
 # Environment: RUNS (default 3), OUT (default out/runs), STRICT=1 (exit
 # non-zero when a target is missed), and the tables' own (BUILD, NPS,
-# CACHES, MAXB, MAXB_BLOCKING, BUDGET, REPEAT: see scripts/bench_tables.sh).
+# CACHES, MAXB, MAXB_BLOCKING, BUDGET, REPEAT, NULL_REF: see
+# scripts/bench_tables.sh). With NULL_REF=1 the verdicts judge null runs,
+# the reference against itself: how often this host's noise alone misses
+# the rule.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -32,7 +35,8 @@ for ((r = 1; r <= RUNS; r++)); do
     files+=("$OUT/run$r"/*.csv)
 done
 missed=0
-awk -F, -f benchmarks/targets_csv.awk -f benchmarks/targets_runs.awk "${files[@]}" \
+path=$([ "${NULL_REF:-0}" = 1 ] && echo null || echo zero-copy)
+awk -F, -v path="$path" -f benchmarks/targets_csv.awk -f benchmarks/targets_runs.awk "${files[@]}" \
     >"$OUT/targets_runs.txt" || missed=1
 grep -v '^#' "$OUT/targets_runs.txt"
 echo "bench_runs: per-row %ref of every run and the verdicts are in $OUT/targets_runs.txt"

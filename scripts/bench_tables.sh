@@ -14,7 +14,9 @@
 # op), BUDGET (ms per timed batch, default 15), REPEAT (interleaved timed
 # rounds per size, best kept and %ref the median of the rounds' ratios,
 # default 15), AR_DTYPES (AllReduce's types, the tools' -d names, default
-# "float bfloat16").
+# "float bfloat16"), NULL_REF=1 (null tables: the zccl column times the
+# reference's leading variant, so %ref shows what the host's noise alone
+# prints; the tools' --null 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -35,7 +37,8 @@ MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader --bind-t
 # so a timed batch lasts about BUDGET ms (at least 3 iterations); REPEAT
 # rounds of zccl, the reference and MPI, interleaved, the best of each kept
 # and %ref the median of the rounds' paired ratios.
-SWEEP=(-b 8 -f 2 -n 10000 -w 3 --budget "$BUDGET" --repeat "$REPEAT" -c 1 -m 1 -z 1)
+SWEEP=(-b 8 -f 2 -n 10000 -w 3 --budget "$BUDGET" --repeat "$REPEAT" -c 1 -m 1 -z 1
+    --null "${NULL_REF:-0}")
 
 # One table: tool, dtype, np, cache (0 reuse, 1 cold), blocking (0 or 1).
 table() {
