@@ -40,7 +40,7 @@
  * choice for a thousand ops. The trial keeps to the band where the model
  * cannot know, times through the exit barrier (alike on every rank), drops
  * the first op of each run and the first ops of a shape, and keeps the
- * fastest of three. The model sees no foreign traffic: memory a program
+ * fastest of each kind's settled ops. The model sees no foreign traffic: memory a program
  * touches between ops is not counted, so an output it evicted looks cached
  * until the history says otherwise.
  */
@@ -118,12 +118,12 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
  * program most of the cache: the share left to it varies with the host's
  * other tenants, and a cyclic access just past the free capacity misses on
  * every line. So an op shape in that band, which the model keeps cached,
- * runs COLL_TRIAL_RUN ops of each kind after its first COLL_TRIAL_SETTLE
+ * runs three runs of COLL_TRIAL_RUN ops after its first COLL_TRIAL_SETTLE
  * ops (the model's way: a program's first ops pay page faults and a cold
- * cache, which a trial there would time instead of the kinds): half the
- * cached ones, then the streaming ones, then the other cached half. The
- * first op of each run pays for the state the other kind left, and of the
- * others the fastest of each kind counts (one op slowed by foreign traffic
+ * cache, which a trial there would time instead of the kinds): cached,
+ * streaming, cached. Each run times its last COLL_TRIAL_RUN - 1 ops, never
+ * its first (which pays for the state the other kind left), and the
+ * fastest of each kind's timed ops counts (one op slowed by foreign traffic
  * does not decide). Cached at both ends: a slow stretch of the host that
  * covers one end cannot make cached look slow alone, and a drift over the
  * trial weighs on both kinds. Streaming stays for the next
@@ -174,7 +174,7 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
  * dropped) is not counted; with none counted a rank keeps its own.
  */
 #define COLL_TRIAL_SETTLE 16u
-#define COLL_TRIAL_RUN 4u       /* the streaming run, and both cached halves */
+#define COLL_TRIAL_RUN 4u       /* the streaming run, and each cached half */
 #define COLL_TRIAL_HALF_LONG 8u /* each cached half where streaming is the prior */
 #define COLL_TRIAL_EVERY 1024u
 #define COLL_TRIAL_FIRST 64u
@@ -182,14 +182,18 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
 #define COLL_TRIAL_MARGIN 10u      /* streaming over a cached prior: 10 % faster */
 #define COLL_TRIAL_MARGIN_LONG 20u /* cached over a streaming prior: 5 % faster */
 
-/* Ops in each cached half of a shape's trial. Where streaming is the prior
- * (W to 2 W of data), a cached run starts from a cache the streaming stores
- * left cold, and that much data takes several passes to settle in it: two
+/* Ops in each cached half of a shape's trial. A cached run starts from a
+ * cache the streaming stores left cold. Where streaming is the prior (W to
+ * 2 W of data) that much data takes several passes to settle in it: two
  * ops timed cached at 1.7x the streaming ones, where eight timed them
- * 8 % faster (perf log 2026-12-06). */
+ * 8 % faster (perf log 2026-12-06). Below W, halves of two ops timed one
+ * cached op each, right after the op that refilled the cache; at np 4 on
+ * two cores that one sample, slowed by a rank's preemption or a cache not
+ * yet settled, streamed whole rows 2.5x slower than cached (perf log
+ * 2026-12-07, evening). */
 static uint32_t coll_trial_half(const coll_trial_t *t)
 {
-    return t->prior ? COLL_TRIAL_HALF_LONG : COLL_TRIAL_RUN / 2;
+    return t->prior ? COLL_TRIAL_HALF_LONG : COLL_TRIAL_RUN;
 }
 
 /* Ops of the shape a verdict holds before the next trial: COLL_TRIAL_EVERY
@@ -222,11 +226,20 @@ static int coll_trial_kind(const coll_trial_t *t, uint32_t step)
     return step >= half && step < half + COLL_TRIAL_RUN;
 }
 
-/* Is a trial's step the first of its run (untimed: it pays for the state
- * the other kind left)? */
-static int coll_trial_first(const coll_trial_t *t, uint32_t step)
+/* Is a trial's step timed? Only the last COLL_TRIAL_RUN - 1 ops of its run,
+ * so never the first (every run is at least COLL_TRIAL_RUN ops), and each
+ * run gives its kind as many samples as the streaming run: the fastest of
+ * more ops is faster by the spread alone, and long cached halves timing 7
+ * ops each against streaming's 3 won where streaming was faster (perf log
+ * 2026-12-07, evening). The long halves' last ops are the settled ones they
+ * were made long for. */
+static int coll_trial_timed(const coll_trial_t *t, uint32_t step)
 {
-    return step == 0 || coll_trial_kind(t, step) != coll_trial_kind(t, step - 1);
+    uint32_t half = coll_trial_half(t);
+    uint32_t end = step < half                    ? half
+                   : step < half + COLL_TRIAL_RUN ? half + COLL_TRIAL_RUN
+                                                  : coll_trial_ops(t);
+    return end - step < COLL_TRIAL_RUN;
 }
 
 static coll_trial_t *coll_trial_slot(coll_reuse_t *r, size_t in_bytes, size_t out_bytes, int prior)
@@ -294,8 +307,8 @@ static int coll_trial_kind_at(const coll_trial_t *t, uint32_t k)
 }
 
 /* What a trial does at its step (k - COLL_TRIAL_SETTLE): adopt the ranks'
- * verdict after its last op, start afresh at its first, time its ops but the
- * first of each run. */
+ * verdict after its last op, start afresh at its first, time the ops
+ * coll_trial_timed names. */
 static void coll_trial_step(coll_reuse_t *r, coll_trial_t *t, uint32_t step, uint64_t start_ns)
 {
     if (step == coll_trial_ops(t)) {
@@ -308,7 +321,7 @@ static void coll_trial_step(coll_reuse_t *r, coll_trial_t *t, uint32_t step, uin
         t->before = t->nt;
         t->number++;
     }
-    if (step < coll_trial_ops(t) && !coll_trial_first(t, step)) {
+    if (step < coll_trial_ops(t) && coll_trial_timed(t, step)) {
         r->pend_slot = (int)(t - r->trial) + 1;
         r->pend_step = step;
         r->pend_t0 = start_ns != 0 ? start_ns : zc_time_ns();

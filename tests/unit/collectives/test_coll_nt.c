@@ -17,7 +17,8 @@
 /* Ops a trial's verdict holds: the first trial's, and any later one's. */
 #define NT_FIRST 64
 #define NT_EVERY 1024
-#define NT_TRIAL_OPS 8 /* 2 ops cached, 4 streaming, 2 cached */
+#define NT_TRIAL_HALF 4 /* 4 ops cached, 4 streaming, 4 cached */
+#define NT_TRIAL_OPS (2 * NT_TRIAL_HALF + 4)
 /* Where streaming is the prior (W to 2 W): 8 cached, 4 streaming, 8 cached. */
 #define NT_TRIAL_HALF_LONG 8
 #define NT_TRIAL_OPS_LONG (2 * NT_TRIAL_HALF_LONG + 4)
@@ -158,9 +159,21 @@ static void test_rotation_streams(void **state)
     assert_int_equal(nt_ar(&r, 2, 1000, MIB), 0);
 }
 
+/* Is step i of a trial whose cached halves are `half` ops timed? Not the
+ * first op of a run, and only the last 3 of each: where the halves are 4
+ * ops, all but steps 0, 4 and 8; where they are 8, steps 5-7, 9-11 and
+ * 17-19 (each run times as many ops as the streaming run). */
+static int nt_timed(int i, int half)
+{
+    static const int short_timed[NT_TRIAL_OPS] = {0, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1};
+    static const int long_timed[NT_TRIAL_OPS_LONG] = {0, 0, 0, 0, 0, 1, 1, 1, 0, 1,
+                                                      1, 1, 0, 0, 0, 0, 0, 1, 1, 1};
+    return half == NT_TRIAL_HALF ? short_timed[i] : long_timed[i];
+}
+
 /* The ops of one trial of the shape nt_ar(r, 2, 0, size), 4 x size of data:
- * 2 ops cached, 4 streaming, 2 cached (8, 4, 8 where streaming is the
- * prior), the first of each run untimed; the others get ns[] (cached,
+ * 4 ops cached, 4 streaming, 4 cached (8, 4, 8 where streaming is the
+ * prior), timed as nt_timed says; the timed ones get ns[] (cached,
  * streaming), or slow[] in the first half of the trial when it is not NULL
  * (a slow stretch of the host). The shape's settling ops run `prior`. */
 static void nt_trial_ops_slow(coll_reuse_t *r, const uint64_t ns[2], const uint64_t *slow,
@@ -174,12 +187,12 @@ static void nt_trial_ops_slow(coll_reuse_t *r, const uint64_t ns[2], const uint6
             assert_int_equal(r->pend_slot, 0);
         }
     }
-    int half = prior ? NT_TRIAL_HALF_LONG : 2;
+    int half = prior ? NT_TRIAL_HALF_LONG : NT_TRIAL_HALF;
     int ops = 2 * half + 4;
     for (int i = 0; i < ops; i++) {
         int kind = i >= half && i < half + 4;
         assert_int_equal(nt_ar(r, 2, 0, size), kind);
-        if (i == 0 || i == half || i == half + 4) {
+        if (!nt_timed(i, half)) {
             assert_int_equal(r->pend_slot, 0);
         } else {
             assert_int_not_equal(r->pend_slot, 0);
@@ -315,7 +328,11 @@ static void test_trial_start(void **state)
     coll_nt_done(&r);
     uint64_t best = r.trial[slot - 1].best_ns[0];
     assert_true(best >= 5000000 && best < 5000000000ull);
-    (void)nt_ar(&r, 2, 0, 3 * MIB); /* step 2, the streaming run's first: untimed */
+    for (int step = 2; step < 4; step++) { /* the cached run's last: timed, never done */
+        (void)nt_ar(&r, 2, 0, 3 * MIB);
+        assert_int_not_equal(r.pend_slot, 0);
+    }
+    (void)nt_ar(&r, 2, 0, 3 * MIB); /* step 4, the streaming run's first: untimed */
     assert_int_equal(r.pend_slot, 0);
     nt_start_ns = zc_time_ns() + 1000000000; /* not reached: dropped */
     (void)nt_ar(&r, 2, 0, 3 * MIB);
@@ -439,8 +456,8 @@ static void test_expect_follows_trial(void **state)
         assert_int_equal(said, nt);
         ran[nt]++;
     }
-    /* the hold streamed; the next trial ran 4 cached ops and 4 streaming */
-    assert_int_equal(ran[0], 4);
+    /* the hold streamed; the next trial ran 8 cached ops and 4 streaming */
+    assert_int_equal(ran[0], 2 * NT_TRIAL_HALF);
     assert_int_equal(ran[1], NT_FIRST + 4);
 }
 
