@@ -40,9 +40,9 @@
  * choice for a thousand ops. The trial keeps to the band where the model
  * cannot know, times through the exit barrier (alike on every rank), drops
  * the first op of each run and the first ops of a shape, and keeps the
- * fastest of each kind's settled ops. The model sees no foreign traffic: memory a program
- * touches between ops is not counted, so an output it evicted looks cached
- * until the history says otherwise.
+ * fastest of each kind's settled ops. The model sees no foreign traffic:
+ * memory a program touches between ops is not counted, so an output it
+ * evicted looks cached until the history says otherwise.
  */
 #include "coll_internal.h"
 
