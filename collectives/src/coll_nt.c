@@ -118,41 +118,38 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
  * program most of the cache: the share left to it varies with the host's
  * other tenants, and a cyclic access just past the free capacity misses on
  * every line. So an op shape in that band, which the model keeps cached,
- * runs three runs of COLL_TRIAL_RUN ops after its first COLL_TRIAL_SETTLE
- * ops (the model's way: a program's first ops pay page faults and a cold
- * cache, which a trial there would time instead of the kinds): cached,
- * streaming, cached. Each run times its last COLL_TRIAL_RUN - 1 ops, never
- * its first (which pays for the state the other kind left), and the
- * fastest of each kind's timed ops counts (one op slowed by foreign traffic
- * does not decide). Cached at both ends: a slow stretch of the host that
- * covers one end cannot make cached look slow alone, and a drift over the
- * trial weighs on both kinds. Streaming stays for the next
- * COLL_TRIAL_EVERY ops of the shape only when it was at least
- * 1/COLL_TRIAL_MARGIN faster; then a new trial. From W to just under 2 W
- * the same trial runs with the roles swapped (the prior,
- * coll_trial_t.prior, is the model's kind: the settling ops run it, a
- * verdict keeps it unless the other kind wins by its margin, a tie of the
- * ranks' votes keeps it). The size rule streams there because on a host
- * whose other tenants hold part of the cache an op of W cannot stay
- * cached; on a quieter one it can, and the trial finds which. There the
- * cached halves are longer (coll_trial_half: that much data needs several
- * cached passes to settle after streaming ones) and cached wins by
+ * runs three runs after its first COLL_TRIAL_SETTLE ops (the model's way:
+ * a program's first ops pay page faults and a cold cache, which a trial
+ * there would time instead of the kinds): the prior (coll_trial_t.prior,
+ * the model's kind, here cached), the other kind, the prior again. Each
+ * run times its last COLL_TRIAL_RUN - 1 ops, never its first (which pays
+ * for the state the other kind left), and the fastest of each kind's timed
+ * ops counts (one op slowed by foreign traffic does not decide). The prior
+ * at both ends: a slow stretch of the host that covers one end cannot make
+ * the prior look slow alone, a drift over the trial weighs on both kinds,
+ * and the other kind runs only one run, the trial's cost where the prior
+ * is right. The other kind wins only by its margin (streaming over cached
+ * by 1/COLL_TRIAL_MARGIN); a tie of the ranks' votes keeps the prior. From
+ * W to just under 2 W the prior is streaming: the size rule streams there
+ * because on a host whose other tenants hold part of the cache an op of W
+ * cannot stay cached; on a quieter one it can, and the trial finds which.
+ * There the cached run is longer (coll_trial_other: that much data needs
+ * several cached passes to settle after streaming ones) and cached wins by
  * 1/COLL_TRIAL_MARGIN_LONG, as its settled figures are no longer
- * pessimistic. The first
- * trial's verdict holds for COLL_TRIAL_FIRST ops only: a program's early
- * ops still run slower cached than its later ones, so the first trial can
- * favour streaming wrongly. So does a verdict that left the prior: the
- * model's kind is right most of the time, and a stretch of the host that
- * covers a whole trial (cached ops slowed more than streaming ones) should
- * cost tens of ops, not a thousand. Where the other kind keeps winning,
- * each trial that finds it again doubles the hold (coll_trial_hold), up to
- * COLL_TRIAL_HOLD_MAX: at a hold of COLL_TRIAL_FIRST the trials' ops of
- * the prior (the cached halves where cached is the prior, the streaming run
- * where streaming is) cost 3 % of the time where the prior is 1.5x
- * slower, a cost a long run of one shape would pay for good; at the most,
- * under 1 %. A stretch of the host that fooled one trial still costs tens
- * of ops, and trials fooled in a row hold the wrong kind for at most
- * COLL_TRIAL_HOLD_MAX ops (a verdict that keeps the prior, 1,024).
+ * pessimistic. The first trial's verdict holds for COLL_TRIAL_FIRST ops
+ * only: a program's early ops still run slower cached than its later ones,
+ * so the first trial can favour streaming wrongly. So does a verdict that
+ * left the prior: the model's kind is right most of the time, and a stretch
+ * of the host that covers a whole trial (cached ops slowed more than
+ * streaming ones) should cost tens of ops, not a thousand. Where the other
+ * kind keeps winning, each trial that finds it again doubles the hold
+ * (coll_trial_hold), up to COLL_TRIAL_HOLD_MAX: at a hold of
+ * COLL_TRIAL_FIRST the trials' ops of the prior (its two runs) cost 5 % of
+ * the time where the prior is 1.5x slower, a cost a long run of one shape
+ * would pay for good; at the most, under 2 %. A stretch of the host that
+ * fooled one trial still costs tens of ops, and trials fooled in a row hold
+ * the wrong kind for at most COLL_TRIAL_HOLD_MAX ops (a verdict that keeps
+ * the prior, 1,024).
  *
  * A sample runs from the moment the last rank posted the op (a->start_ns,
  * from the posts' stamps), the same on every rank, to the end of this
@@ -174,26 +171,25 @@ size_t coll_nt_min_for_llc(uint64_t llc_bytes)
  * dropped) is not counted; with none counted a rank keeps its own.
  */
 #define COLL_TRIAL_SETTLE 16u
-#define COLL_TRIAL_RUN 4u       /* the streaming run, and each cached half */
-#define COLL_TRIAL_HALF_LONG 8u /* each cached half where streaming is the prior */
+#define COLL_TRIAL_RUN 4u        /* each run of the prior, and a streaming run */
+#define COLL_TRIAL_OTHER_LONG 8u /* the cached run where streaming is the prior */
 #define COLL_TRIAL_EVERY 1024u
 #define COLL_TRIAL_FIRST 64u
 #define COLL_TRIAL_HOLD_MAX 256u   /* the hold of verdicts that left the prior, doubled */
 #define COLL_TRIAL_MARGIN 10u      /* streaming over a cached prior: 10 % faster */
 #define COLL_TRIAL_MARGIN_LONG 20u /* cached over a streaming prior: 5 % faster */
 
-/* Ops in each cached half of a shape's trial. A cached run starts from a
- * cache the streaming stores left cold. Where streaming is the prior (W to
- * 2 W of data) that much data takes several passes to settle in it: two
- * ops timed cached at 1.7x the streaming ones, where eight timed them
- * 8 % faster (perf log 2026-12-06). Below W, halves of two ops timed one
- * cached op each, right after the op that refilled the cache; at np 4 on
- * two cores that one sample, slowed by a rank's preemption or a cache not
- * yet settled, streamed whole rows 2.5x slower than cached (perf log
- * 2026-12-07, evening). */
-static uint32_t coll_trial_half(const coll_trial_t *t)
+/* Ops in the other kind's run of a shape's trial, the middle one. A cached
+ * run starts from a cache the streaming stores left cold. Where streaming
+ * is the prior (W to 2 W of data) that much data takes several passes to
+ * settle in it: two ops timed cached at 1.7x the streaming ones, where
+ * eight timed them 8 % faster (perf log 2026-12-06). Once the prior ran
+ * at both ends, only this run costs where the prior is right: 8 cached ops
+ * a trial, where cached at both ends cost 16 (perf log 2026-12-07,
+ * night). */
+static uint32_t coll_trial_other(const coll_trial_t *t)
 {
-    return t->prior ? COLL_TRIAL_HALF_LONG : COLL_TRIAL_RUN;
+    return t->prior ? COLL_TRIAL_OTHER_LONG : COLL_TRIAL_RUN;
 }
 
 /* Ops of the shape a verdict holds before the next trial: COLL_TRIAL_EVERY
@@ -212,33 +208,30 @@ static uint32_t coll_trial_hold(const coll_trial_t *t)
     return hold;
 }
 
-/* The ops of a shape's trial: cached, streaming, cached. */
+/* The ops of a shape's trial: the prior, the other kind, the prior. */
 static uint32_t coll_trial_ops(const coll_trial_t *t)
 {
-    return 2u * coll_trial_half(t) + COLL_TRIAL_RUN;
+    return 2u * COLL_TRIAL_RUN + coll_trial_other(t);
 }
 
-/* The kind of a trial's step: coll_trial_half ops cached, then
- * COLL_TRIAL_RUN streaming, then coll_trial_half cached. */
+/* The kind of a trial's step: COLL_TRIAL_RUN ops of the prior, then
+ * coll_trial_other of the other kind, then COLL_TRIAL_RUN of the prior. */
 static int coll_trial_kind(const coll_trial_t *t, uint32_t step)
 {
-    uint32_t half = coll_trial_half(t);
-    return step >= half && step < half + COLL_TRIAL_RUN;
+    int other = step >= COLL_TRIAL_RUN && step < COLL_TRIAL_RUN + coll_trial_other(t);
+    return other ? !t->prior : t->prior;
 }
 
 /* Is a trial's step timed? Only the last COLL_TRIAL_RUN - 1 ops of its run,
- * so never the first (every run is at least COLL_TRIAL_RUN ops), and each
- * run gives its kind as many samples as the streaming run: the fastest of
- * more ops is faster by the spread alone, and long cached halves timing 7
- * ops each against streaming's 3 won where streaming was faster (perf log
- * 2026-12-07, evening). The long halves' last ops are the settled ones they
- * were made long for. */
+ * so never the first (every run is at least COLL_TRIAL_RUN ops), and no run
+ * times more ops than another: the fastest of more ops is faster by the
+ * spread alone, and long cached runs timing 7 ops each against streaming's
+ * 3 won where streaming was faster (perf log 2026-12-07, evening). The long
+ * run's last ops are the settled ones it was made long for. */
 static int coll_trial_timed(const coll_trial_t *t, uint32_t step)
 {
-    uint32_t half = coll_trial_half(t);
-    uint32_t end = step < half                    ? half
-                   : step < half + COLL_TRIAL_RUN ? half + COLL_TRIAL_RUN
-                                                  : coll_trial_ops(t);
+    uint32_t mid = COLL_TRIAL_RUN + coll_trial_other(t);
+    uint32_t end = step < COLL_TRIAL_RUN ? COLL_TRIAL_RUN : step < mid ? mid : coll_trial_ops(t);
     return end - step < COLL_TRIAL_RUN;
 }
 

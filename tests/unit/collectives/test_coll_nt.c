@@ -17,11 +17,13 @@
 /* Ops a trial's verdict holds: the first trial's, and any later one's. */
 #define NT_FIRST 64
 #define NT_EVERY 1024
-#define NT_TRIAL_HALF 4 /* 4 ops cached, 4 streaming, 4 cached */
-#define NT_TRIAL_OPS (2 * NT_TRIAL_HALF + 4)
-/* Where streaming is the prior (W to 2 W): 8 cached, 4 streaming, 8 cached. */
-#define NT_TRIAL_HALF_LONG 8
-#define NT_TRIAL_OPS_LONG (2 * NT_TRIAL_HALF_LONG + 4)
+/* A trial runs the prior, the other kind, the prior: 4 ops each where
+ * cached is the prior (4 cached, 4 streaming, 4 cached) */
+#define NT_TRIAL_OTHER 4
+#define NT_TRIAL_OPS (8 + NT_TRIAL_OTHER)
+/* Where streaming is the prior (W to 2 W): 4 streaming, 8 cached, 4 streaming. */
+#define NT_TRIAL_OTHER_LONG 8
+#define NT_TRIAL_OPS_LONG (8 + NT_TRIAL_OTHER_LONG)
 
 /* nt_min 8 MiB: the window is 16 MiB of op data. */
 static const coll_tuning_t nt_tune = {16384, 8u << 20, 0};
@@ -159,23 +161,24 @@ static void test_rotation_streams(void **state)
     assert_int_equal(nt_ar(&r, 2, 1000, MIB), 0);
 }
 
-/* Is step i of a trial whose cached halves are `half` ops timed? Not the
- * first op of a run, and only the last 3 of each: where the halves are 4
- * ops, all but steps 0, 4 and 8; where they are 8, steps 5-7, 9-11 and
- * 17-19 (each run times as many ops as the streaming run). */
-static int nt_timed(int i, int half)
+/* Is step i of a trial whose other kind's run is `other` ops timed? Not
+ * the first op of a run, and only the last 3 of each: where that run is 4
+ * ops, all but steps 0, 4 and 8; where it is 8, steps 1-3, 9-11 and 13-15
+ * (no run times more ops than another). */
+static int nt_timed(int i, int other)
 {
     static const int short_timed[NT_TRIAL_OPS] = {0, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1};
-    static const int long_timed[NT_TRIAL_OPS_LONG] = {0, 0, 0, 0, 0, 1, 1, 1, 0, 1,
-                                                      1, 1, 0, 0, 0, 0, 0, 1, 1, 1};
-    return half == NT_TRIAL_HALF ? short_timed[i] : long_timed[i];
+    static const int long_timed[NT_TRIAL_OPS_LONG] = {0, 1, 1, 1, 0, 0, 0, 0,
+                                                      0, 1, 1, 1, 0, 1, 1, 1};
+    return other == NT_TRIAL_OTHER ? short_timed[i] : long_timed[i];
 }
 
 /* The ops of one trial of the shape nt_ar(r, 2, 0, size), 4 x size of data:
- * 4 ops cached, 4 streaming, 4 cached (8, 4, 8 where streaming is the
- * prior), timed as nt_timed says; the timed ones get ns[] (cached,
- * streaming), or slow[] in the first half of the trial when it is not NULL
- * (a slow stretch of the host). The shape's settling ops run `prior`. */
+ * 4 ops of the prior, 4 of the other kind, 4 of the prior (4, 8, 4 where
+ * streaming is the prior), timed as nt_timed says; the timed ones get ns[]
+ * (cached, streaming), or slow[] in the first half of the trial when it is
+ * not NULL (a slow stretch of the host). The shape's settling ops run
+ * `prior`. */
 static void nt_trial_ops_slow(coll_reuse_t *r, const uint64_t ns[2], const uint64_t *slow,
                               size_t size, int prior)
 {
@@ -187,18 +190,19 @@ static void nt_trial_ops_slow(coll_reuse_t *r, const uint64_t ns[2], const uint6
             assert_int_equal(r->pend_slot, 0);
         }
     }
-    int half = prior ? NT_TRIAL_HALF_LONG : NT_TRIAL_HALF;
-    int ops = 2 * half + 4;
+    int other = prior ? NT_TRIAL_OTHER_LONG : NT_TRIAL_OTHER;
+    int ops = 8 + other;
+    int first_streaming = prior ? 1 : 5; /* its first timed op */
     for (int i = 0; i < ops; i++) {
-        int kind = i >= half && i < half + 4;
+        int kind = i >= 4 && i < 4 + other ? !prior : prior;
         assert_int_equal(nt_ar(r, 2, 0, size), kind);
-        if (!nt_timed(i, half)) {
+        if (!nt_timed(i, other)) {
             assert_int_equal(r->pend_slot, 0);
         } else {
             assert_int_not_equal(r->pend_slot, 0);
             /* the first timed streaming op is slow: the best one counts */
             const uint64_t *t = slow != NULL && i < ops / 2 ? slow : ns;
-            coll_nt_learn(r, t[kind] * (i == half + 1 ? 3 : 1));
+            coll_nt_learn(r, t[kind] * (i == first_streaming ? 3 : 1));
             assert_int_equal(r->pend_slot, 0);
         }
     }
@@ -457,14 +461,14 @@ static void test_expect_follows_trial(void **state)
         ran[nt]++;
     }
     /* the hold streamed; the next trial ran 8 cached ops and 4 streaming */
-    assert_int_equal(ran[0], 2 * NT_TRIAL_HALF);
+    assert_int_equal(ran[0], 8);
     assert_int_equal(ran[1], NT_FIRST + 4);
 }
 
 /* From W to just under 2 W of data the size rule's streaming is the prior:
- * the settling ops stream, the trial's cached halves are 8 ops each, and it
- * turns to cached only when cached won by 5 %. At 2 W, streaming without a
- * trial. */
+ * the settling ops stream, the trial streams at both ends around 8 cached
+ * ops, and it turns to cached only when cached won by 5 %. At 2 W,
+ * streaming without a trial. */
 static void test_trial_above_window(void **state)
 {
     (void)state;
@@ -483,6 +487,14 @@ static void test_trial_above_window(void **state)
     assert_int_equal(coll_nt_expect(&r, &nt_tune, 2, size, size, NT_BUF(1)), 1);
     memset(&r, 0, sizeof(r));
     nt_trial_ops_from(&r, stream_wins, size, 1);
+    assert_int_equal(nt_after_trial(&r, size), 1);
+    /* A slow stretch of the host over the first half of the trial (the
+       first streaming run 3x slower) does not make the prior lose: its
+       last run counts. */
+    const uint64_t usual[2] = {1000, 980};
+    const uint64_t stretch[2] = {1000, 3000};
+    memset(&r, 0, sizeof(r));
+    nt_trial_ops_slow(&r, usual, stretch, size, 1);
     assert_int_equal(nt_after_trial(&r, size), 1);
     /* No timings at all: the prior. */
     memset(&r, 0, sizeof(r));
