@@ -14,14 +14,14 @@
  *    which counts with buffers out of the cache (docs/decisions/0009). Only rank
  *    r writes slot r of any output; the caller's exit barrier orders the
  *    writes before any rank returns.
- *  - pull again when every rank asked to (a->pull, from the posts): each
- *    rank asks when its output is probably cached and a timed trial of
- *    both forms on this host found pulling faster, or, with
- *    tune->ag_pull_min (ZCCL_AG_PULL_MIN) set, from that size
- *    (coll_allgather_pull_want in coll_form.c, called by hccl_op_post.c).
- *    With the outputs cached, the traffic push saves costs little, and
- *    pull keeps every rank's writes in its own cache; whether that wins
- *    depends on the host (docs/decisions/0009).
+ *  - pull again when the ranks' posts say so (a->pull: no rank out of the
+ *    band, more than half asking; coll_form_pulls): each rank asks when its
+ *    output is probably cached and a timed trial of both forms on this host
+ *    found pulling faster, or, with tune->ag_pull_min (ZCCL_AG_PULL_MIN) set,
+ *    from that size (coll_allgather_pull_want in coll_form.c, called by
+ *    hccl_op_post.c). With the outputs cached, the traffic push saves costs
+ *    little, and pull keeps every rank's writes in its own cache; whether
+ *    that wins depends on the host (docs/decisions/0009).
  * Every rank makes the same choice: it depends on the size and the posts,
  * which every rank reads alike (a pulling rank beside a pushing one would
  * leave slots unwritten).

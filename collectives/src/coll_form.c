@@ -24,20 +24,29 @@
  * ops pay page faults and a cold cache), then the trial: COLL_FORM_HALF
  * ops push, COLL_FORM_RUN pull, COLL_FORM_HALF push, the first op of each
  * run untimed (it pays for the state the other form left) and the fastest
- * of the others counting for each form. Pull is then kept for
- * COLL_FORM_HOLD_PULL ops when it was at least 1/COLL_FORM_MARGIN faster,
- * else push for COLL_FORM_HOLD_PUSH; then a new trial. A trial that could
- * not time both forms (its ops left the band, or a peer asked to push)
- * starts again at once and keeps the verdict before it: out of the band
- * the op pushes whatever the trial says. A sample runs from
- * the op's common start (the last rank's post) to the end of this rank's
- * exit barrier, as the store kind's do, so the ranks' figures agree.
+ * of the others counting for each form. Each rank then votes pull when it
+ * found pull at least 1/COLL_FORM_MARGIN faster, else push, and the ranks'
+ * majority is the verdict: pull is kept for COLL_FORM_HOLD_PULL ops, push
+ * for COLL_FORM_HOLD_PUSH; then a new trial. A trial none of whose pull
+ * run's ops pulled (they left the band, or a rank asked to push) starts
+ * again at once and keeps the verdict before it: out of the band the op
+ * pushes whatever the trial says. A sample runs from the op's common start
+ * (the last rank's post) to the end of this rank's exit barrier, as the
+ * store kind's do, so the ranks' figures agree.
  *
  * Agreement: every rank steps the schedule at each AllGather's post, band
  * or not, so all ranks are at the same step of the same shape (every rank
- * posts the same sequence of ops). A rank asks to pull in its post; the op
- * pulls only when every rank asked (hccl's zh_op_pull), so ranks whose
- * verdicts differ push, and a pulling rank never meets a pushing one.
+ * posts the same sequence of ops). A rank's post says push (out of the
+ * band), pull, or push by choice (COLL_FORM_*); the op pulls only when no
+ * post said push and more than half asked to pull (coll_form_pulls), which
+ * every rank reads alike, so a pulling rank never meets a pushing one. The
+ * first op after a trial carries each rank's vote, and every rank takes
+ * the form that op ran as the verdict (coll_form_agree): the holds, and so
+ * the next trials, stay in step. Before, each rank kept its own verdict:
+ * at np 4 on two cores ranks split 3 to 1 in two runs of four, the ops
+ * then pushed where most ranks found pull, and a rank whose hold ran out
+ * early tried again at every op, its pull ops turned to push by its peers
+ * (perf log 2026-12-07, night).
  */
 #include "coll_internal.h"
 
@@ -52,6 +61,10 @@
 #define COLL_FORM_HOLD_PULL 256u
 #define COLL_FORM_HOLD_PUSH 1024u
 #define COLL_FORM_MARGIN 50u /* pull over push: 2 % faster */
+
+/* What the AllGather a rank posted last settles (coll_reuse_t.form_op_role) */
+#define COLL_FORM_ROLE_VERDICT 1  /* the first op after a trial: its form is the verdict */
+#define COLL_FORM_ROLE_PULL_RUN 2 /* an op of a trial's pull run */
 
 static coll_form_t *coll_form_slot(coll_reuse_t *r, size_t in_bytes, size_t out_bytes)
 {
@@ -106,21 +119,27 @@ static int coll_form_step(coll_reuse_t *r, coll_form_t *f, uint32_t *trial_step)
         return 0;
     }
     uint32_t step = k - COLL_FORM_SETTLE;
-    if (step == COLL_FORM_OPS && !coll_form_timed(f)) {
-        /* a form untimed (out of the band, or a peer pushed): again */
+    if (step == COLL_FORM_OPS && f->pulled == 0) {
+        /* no op pulled (out of the band, or a rank pushed): again, alike on
+           every rank (the ops' forms are) */
         step = 0;
         f->step = COLL_FORM_SETTLE + 1;
     }
     if (step == 0) {
         f->best_ns[0] = f->best_ns[1] = UINT64_MAX;
+        f->pulled = 0;
     }
     if (step == COLL_FORM_OPS) {
-        f->pull = coll_form_verdict(f);
+        /* this rank's vote (push when it lacks a form's samples); the op
+           makes the ranks' majority the verdict (coll_form_agree) */
+        f->pull = coll_form_timed(f) && coll_form_verdict(f);
+        r->form_op_role = COLL_FORM_ROLE_VERDICT;
     }
     if (step >= COLL_FORM_OPS) {
         return f->pull;
     }
     *trial_step = step;
+    r->form_op_role = coll_form_kind(step) ? COLL_FORM_ROLE_PULL_RUN : 0;
     return coll_form_kind(step);
 }
 
@@ -130,26 +149,58 @@ int coll_allgather_pull_want(coll_reuse_t *r, const coll_tuning_t *tune, int nra
     if (r != NULL) {
         r->form_pend_slot = 0; /* a sample nobody reported done is dropped */
         r->form_ran = 0;
+        r->form_op_slot = 0;
+        r->form_op_role = 0;
     }
     size_t min = tune != NULL ? tune->ag_pull_min : 0;
     if (out_bytes < COLL_AG_PUSH_MIN || r == NULL) {
-        return 0; /* below, every AllGather pulls */
+        return COLL_FORM_PUSH; /* below, every AllGather pulls */
     }
-    if (min > 0) {
-        return out_bytes >= min &&
-               !coll_nt_expect(r, tune, nranks, in_bytes, out_bytes, out); /* the fixed rule */
+    if (min > 0) { /* the fixed rule */
+        int pull = out_bytes >= min && !coll_nt_expect(r, tune, nranks, in_bytes, out_bytes, out);
+        return pull ? COLL_FORM_PULL : COLL_FORM_PUSH;
     }
     coll_form_t *f = coll_form_slot(r, in_bytes, out_bytes);
     uint32_t step;
     int pull = coll_form_step(r, f, &step);
+    r->form_op_slot = (int)(f - r->form) + 1;
     if (!coll_nt_settled_cached(r, tune, nranks, in_bytes, out_bytes, out)) {
-        return 0;
+        return COLL_FORM_PUSH;
     }
     /* the first op of each run is untimed */
     if (step != UINT32_MAX && step != 0 && coll_form_kind(step) == coll_form_kind(step - 1)) {
         r->form_pend_slot = (int)(f - r->form) + 1;
     }
-    return pull;
+    return pull ? COLL_FORM_PULL : COLL_FORM_VOTE_PUSH;
+}
+
+int coll_form_pulls(int pushes, int pulls, int nranks)
+{
+    return pushes == 0 && 2 * pulls > nranks;
+}
+
+void coll_form_agree(coll_reuse_t *r, int pull)
+{
+    if (r == NULL) {
+        return;
+    }
+    int slot = r->form_op_slot;
+    int role = r->form_op_role;
+    r->form_op_slot = 0;
+    r->form_op_role = 0;
+    if (slot <= 0 || slot > COLL_FORM_SLOTS) {
+        return;
+    }
+    coll_form_t *f = &r->form[slot - 1];
+    if (role == COLL_FORM_ROLE_PULL_RUN && pull) {
+        f->pulled++;
+    }
+    if (role == COLL_FORM_ROLE_VERDICT && f->pull != (pull != 0)) {
+        f->pull = pull != 0;
+        ZC_DEBUG(ZC_SUB_COLL, "AllGather form trial %llu/%llu bytes: %s, as the ranks' majority",
+                 (unsigned long long)f->in_bytes, (unsigned long long)f->out_bytes,
+                 f->pull ? "pull" : "push");
+    }
 }
 
 void coll_form_ran(coll_reuse_t *r, int pull, uint64_t start_ns)

@@ -167,7 +167,8 @@ typedef struct {
     uint64_t best_ns[2];          /* fastest timed op of each form this trial: push, pull */
     uint32_t step;                /* ops of this shape since the trial began */
     uint32_t used;                /* coll_reuse_t.forms when last used */
-    int pull;                     /* the last trial's verdict */
+    uint32_t pulled;              /* ops of this trial's pull run that pulled */
+    int pull;                     /* the verdict: the ranks' majority, as the op ran it */
 } coll_form_t;
 
 typedef struct {
@@ -199,6 +200,10 @@ typedef struct {
     int form_pend_slot;
     int form_ran;
     uint64_t form_t0;
+    /* The AllGather posted last, for coll_form_agree: its slot + 1 (0:
+     * none) and what its op settles (coll_form.c's COLL_FORM_ROLE_*) */
+    int form_op_slot;
+    int form_op_role;
 } coll_reuse_t;
 
 /** The communicator's last op is done on every rank (after its exit
@@ -271,14 +276,29 @@ typedef struct {
 int coll_allreduce_direct(const coll_args_t *a);
 int coll_allreduce_staged(const coll_args_t *a);
 int coll_allgather_direct(const coll_args_t *a); /* count = per-rank send count */
-/* Does this rank ask to pull (coll_args_t.pull) for the next AllGather of
- * the communicator whose history is r, every rank reading in_bytes and
- * writing out_bytes, this rank's output at out? With tune->ag_pull_min set,
- * from that size when the output is probably cached; with 0, the default,
- * as the shape's form trial says (coll_form.c). Steps that trial: call it
- * once per AllGather, at its post, on every rank. */
+/* What a rank's post says of an AllGather's form (coll_allgather_pull_want),
+ * and the form the op runs from every rank's (coll_form_pulls). */
+#define COLL_FORM_PUSH 0      /* push: this rank's output is out of the form's band */
+#define COLL_FORM_PULL 1      /* asks to pull */
+#define COLL_FORM_VOTE_PUSH 2 /* in the band, and would rather push */
+/* What this rank's post says (COLL_FORM_*) of the next AllGather of the
+ * communicator whose history is r, every rank reading in_bytes and writing
+ * out_bytes, this rank's output at out? With tune->ag_pull_min set, pull
+ * from that size when the output is probably cached (else push); with 0,
+ * the default, as the shape's form trial says (coll_form.c). Steps that
+ * trial: call it once per AllGather, at its post, on every rank; then
+ * coll_form_agree with the form the op runs. */
 int coll_allgather_pull_want(coll_reuse_t *r, const coll_tuning_t *tune, int nranks,
                              size_t in_bytes, size_t out_bytes, const void *out);
+/* Does an AllGather pull, its ranks' posts holding `pushes` COLL_FORM_PUSH
+ * and `pulls` COLL_FORM_PULL? Only when none is COLL_FORM_PUSH and more
+ * than half ask to pull: the same answer on every rank. */
+int coll_form_pulls(int pushes, int pulls, int nranks);
+/* The form the AllGather posted last runs (1: pull), as coll_form_pulls
+ * found from every rank's post: the first op after a form trial takes it as
+ * the shape's verdict, so every rank holds the same and their schedules stay
+ * in step. Call it on every rank for every AllGather, whatever its path. */
+void coll_form_agree(coll_reuse_t *r, int pull);
 int coll_allgather_staged(const coll_args_t *a);
 int coll_allgatherv_direct(const coll_args_t *a); /* recv_counts/recv_displs[r] */
 int coll_allgatherv_staged(const coll_args_t *a);

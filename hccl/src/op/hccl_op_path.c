@@ -187,15 +187,17 @@ static uint64_t zh_op_start(const zh_desc_t *const *d, int nranks)
     return start;
 }
 
-/* Did every rank's post ask to pull? The same answer on every rank. */
+/* Does the AllGather pull, as the ranks' posts say (coll_form_pulls)? The
+ * same answer on every rank. */
 static int zh_op_pull(const zh_desc_t *const *d, int nranks)
 {
+    int pushes = 0;
+    int pulls = 0;
     for (int q = 0; q < nranks; q++) {
-        if (d[q]->pull != 1) {
-            return 0;
-        }
+        pushes += d[q]->pull == COLL_FORM_PUSH;
+        pulls += d[q]->pull == COLL_FORM_PULL;
     }
-    return 1;
+    return coll_form_pulls(pushes, pulls, nranks);
 }
 
 /* Run the algorithm on user buffers (zero-copy) or CCL buffers, then exit. */
@@ -243,6 +245,9 @@ static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const 
         .start_ns = zh_op_start(d, c->nranks),
         .pull = zh_op_pull(d, c->nranks),
     };
+    if (op->kind == ZH_OP_ALLGATHER) {
+        coll_form_agree(&c->reuse, a.pull); /* whichever path runs it */
+    }
     int result = zc ? zh_op_direct(c, op, d, &a, in, out) : zh_op_staged(c, op, &a, ccl);
     result = zh_op_exit(c, result);
     if (zc && result == ZC_OK) {

@@ -128,9 +128,10 @@ void zh_op_post(zh_comm_t *c, const zh_task_t *t)
     /* AllGather asks to pull as its form trial says (coll_form.c), which
      * this steps. Op k - 1 is done here (zh_op_turn): the history and the
      * trial are op k's to read and step. */
-    mine->pull = op->kind == ZH_OP_ALLGATHER &&
-                 coll_allgather_pull_want(&c->reuse, &c->tune, c->nranks, op->send_bytes,
-                                          op->recv_bytes, op->recv);
+    mine->pull = op->kind == ZH_OP_ALLGATHER
+                     ? (uint64_t)coll_allgather_pull_want(&c->reuse, &c->tune, c->nranks,
+                                                          op->send_bytes, op->recv_bytes, op->recv)
+                     : COLL_FORM_PUSH;
     int zc_ok = zh_mem_local_covers(c, mine->send_va, op->send_bytes) &&
                 zh_mem_local_covers(c, mine->recv_va, op->recv_bytes);
     for (int i = 0; i < ZH_V_ARRAYS; i++) {

@@ -34,18 +34,27 @@ typedef struct {
 /* Whether the last op's post made it a timed sample. */
 static int form_sampled;
 
-/* One AllGather of out_bytes per rank on buffer set i, on rank 0 of np:
- * what the rank asked, and the op then ran pull when every rank asked
- * (peer_pushes: a peer did not). Returns what rank 0 asked. */
-static int form_op_peer(coll_reuse_t *r, const coll_tuning_t *tune, int np, int i, size_t out_bytes,
-                        const form_times_t *t, int peer_pushes)
+/* What rank 0's last post said (COLL_FORM_*). */
+static int form_said;
+
+/* One AllGather of out_bytes per rank on buffer set i, on rank 0 of np, as
+ * libhccl runs it: what the rank said at its post, and the op then ran what
+ * the ranks' posts say, the peers' being `peers` (COLL_FORM_*, or -1: as
+ * rank 0's). Returns whether rank 0 asked to pull. */
+static int form_op_peers(coll_reuse_t *r, const coll_tuning_t *tune, int np, int i,
+                         size_t out_bytes, const form_times_t *t, int peers)
 {
     size_t in_bytes = out_bytes / (size_t)np;
     const void *ins[TC_MAXR] = {FORM_BUF(2 * i)};
     void *outs[TC_MAXR] = {FORM_BUF(2 * i + 1)};
     int want = coll_allgather_pull_want(r, tune, np, in_bytes, out_bytes, outs[0]);
+    form_said = want;
     form_sampled = r != NULL && r->form_pend_slot != 0;
-    int pull = want && !peer_pushes;
+    int peer = peers < 0 ? want : peers;
+    int pushes = (want == COLL_FORM_PUSH) + (np - 1) * (peer == COLL_FORM_PUSH);
+    int pulls = (want == COLL_FORM_PULL) + (np - 1) * (peer == COLL_FORM_PULL);
+    int pull = coll_form_pulls(pushes, pulls, np);
+    coll_form_agree(r, pull);
     coll_form_ran(r, pull, 1);
     coll_args_t a;
     memset(&a, 0, sizeof(a));
@@ -56,7 +65,15 @@ static int form_op_peer(coll_reuse_t *r, const coll_tuning_t *tune, int np, int 
     a.reuse = r;
     (void)coll_nt_choose(&a, in_bytes, out_bytes); /* the op's store kind, noted */
     coll_form_learn(r, t->ns[pull]);
-    return want;
+    return want == COLL_FORM_PULL;
+}
+
+/* The same with one peer, which asks to push when peer_pushes, else says
+ * what rank 0 says. */
+static int form_op_peer(coll_reuse_t *r, const coll_tuning_t *tune, int np, int i, size_t out_bytes,
+                        const form_times_t *t, int peer_pushes)
+{
+    return form_op_peers(r, tune, np, i, out_bytes, t, peer_pushes ? COLL_FORM_VOTE_PUSH : -1);
 }
 
 static int form_op(coll_reuse_t *r, int i, size_t out_bytes, const form_times_t *t)
@@ -119,8 +136,8 @@ static void test_form_margin(void **state)
     assert_int_equal(form_trial(&r, &enough), 1);
 }
 
-/* A trial with no timings (nobody reported its ops done) starts again at
- * once, and its ops keep the verdict before it; timed, it decides. */
+/* A trial whose ops nobody ran (none pulled, none timed) starts again at
+ * once, and its ops keep the verdict before it; run, it decides. */
 static void test_form_untimed(void **state)
 {
     (void)state;
@@ -135,7 +152,7 @@ static void test_form_untimed(void **state)
         for (int k = 0; k < FORM_OPS; k++) {
             int kind = k >= FORM_HALF && k < FORM_HALF + FORM_RUN;
             assert_int_equal(coll_allgather_pull_want(&r, &form_tune, 2, MIB, 2 * MIB, FORM_BUF(1)),
-                             kind);
+                             kind ? COLL_FORM_PULL : COLL_FORM_VOTE_PUSH);
         }
     }
     const form_times_t push_wins = {{800, 1000}};
@@ -213,6 +230,57 @@ static void test_form_in_kind_band(void **state)
     assert_true(pulls > 400 / 2);
 }
 
+/* np 4, 1 MiB of output (5 MiB of data): the settling ops and a trial in
+ * which every rank says what rank 0 says, then the first op after it, where
+ * the peers vote `peers`; returns the verdict rank 0 then holds. */
+static int form_vote(coll_reuse_t *r, const form_times_t *t, int peers)
+{
+    for (int k = 0; k < FORM_SETTLE + FORM_OPS; k++) {
+        (void)form_op_peers(r, &form_tune, 4, 0, MIB, t, -1);
+    }
+    (void)form_op_peers(r, &form_tune, 4, 0, MIB, t, peers);
+    return r->form[0].pull;
+}
+
+/* The ranks' majority is the verdict, whatever rank 0 found: the first op
+ * after the trial runs it, and rank 0 then asks for it through the hold that
+ * goes with it, so the next trial comes at the same op on every rank. The
+ * posts decide: pull when no rank is out of the band and more than half ask
+ * to pull. */
+static void test_form_majority(void **state)
+{
+    (void)state;
+    const form_times_t pull_wins = {{1000, 800}};
+    const form_times_t push_wins = {{800, 1000}};
+    coll_reuse_t r;
+    /* rank 0 found push, the other three pull: pull, held 256 ops */
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(form_vote(&r, &push_wins, COLL_FORM_PULL), 1);
+    assert_int_equal(form_said, COLL_FORM_VOTE_PUSH);
+    for (int k = 1; k < FORM_HOLD_PULL; k++) {
+        assert_int_equal(form_op_peers(&r, &form_tune, 4, 0, MIB, &push_wins, -1), 1);
+    }
+    assert_int_equal(form_op_peers(&r, &form_tune, 4, 0, MIB, &push_wins, -1), 0);
+    assert_int_equal(r.form[0].step, FORM_SETTLE + 1); /* the next trial's second op */
+    /* rank 0 found pull, the other three push: push, held 1,024 ops */
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(form_vote(&r, &pull_wins, COLL_FORM_VOTE_PUSH), 0);
+    assert_int_equal(form_said, COLL_FORM_PULL);
+    for (int k = 1; k < FORM_HOLD_PUSH; k++) {
+        assert_int_equal(form_op_peers(&r, &form_tune, 4, 0, MIB, &pull_wins, -1), 0);
+        assert_int_equal(form_said, COLL_FORM_VOTE_PUSH);
+    }
+    assert_int_equal(r.form[0].step, FORM_SETTLE);
+    /* two of four ask to pull: a tie pushes; a rank out of the band pushes */
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(form_vote(&r, &pull_wins, COLL_FORM_VOTE_PUSH), 0);
+    assert_int_equal(coll_form_pulls(0, 2, 4), 0);
+    assert_int_equal(coll_form_pulls(0, 3, 4), 1);
+    assert_int_equal(coll_form_pulls(1, 3, 4), 0);
+    assert_int_equal(coll_form_pulls(0, 2, 2), 1);
+    assert_int_equal(coll_form_pulls(0, 1, 2), 0);
+}
+
 /* A peer that asked to push turns the trial's pull ops to push: they are
  * timed as what they ran, so pull has no sample, and the trial starts
  * again (its first op pushes). */
@@ -283,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_form_band),      cmocka_unit_test(test_form_peer_pushed),
         cmocka_unit_test(test_form_shapes),    cmocka_unit_test(test_form_fixed_rule),
         cmocka_unit_test(test_form_untimed),   cmocka_unit_test(test_form_in_kind_band),
+        cmocka_unit_test(test_form_majority),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
