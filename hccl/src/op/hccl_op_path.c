@@ -188,16 +188,17 @@ static uint64_t zh_op_start(const zh_desc_t *const *d, int nranks)
 }
 
 /* Does the AllGather pull, as the ranks' posts say (coll_form_pulls)? The
- * same answer on every rank. */
+ * same answer on every rank; the first post that says push ends the walk. */
 static int zh_op_pull(const zh_desc_t *const *d, int nranks)
 {
-    int pushes = 0;
     int pulls = 0;
     for (int q = 0; q < nranks; q++) {
-        pushes += d[q]->pull == COLL_FORM_PUSH;
+        if (d[q]->pull == COLL_FORM_PUSH) {
+            return 0;
+        }
         pulls += d[q]->pull == COLL_FORM_PULL;
     }
-    return coll_form_pulls(pushes, pulls, nranks);
+    return coll_form_pulls(0, pulls, nranks);
 }
 
 /* Run the algorithm on user buffers (zero-copy) or CCL buffers, then exit. */
@@ -243,7 +244,7 @@ static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const 
         .tune = &c->tune,
         .reuse = &c->reuse,
         .start_ns = zh_op_start(d, c->nranks),
-        .pull = zh_op_pull(d, c->nranks),
+        .pull = op->kind == ZH_OP_ALLGATHER && zh_op_pull(d, c->nranks),
     };
     if (op->kind == ZH_OP_ALLGATHER) {
         coll_form_agree(&c->reuse, a.pull); /* whichever path runs it */
