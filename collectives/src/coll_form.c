@@ -13,12 +13,13 @@
  * The band: AllGather ops from 512 KiB of output per rank whose stores
  * are cached and settled (coll_nt_settled_cached): the store-kind model
  * expects the output cached outside its own trial's band (the op's data
- * under W/2, the history reaching back to the output), or inside that band
- * (W/2 to W) the shape's store-kind trial holds a cached verdict. There the
- * stores are cached whatever the form, and an op of a store-kind trial is
- * out of the band (it pushes, unsampled), so the two trials never time
- * each other's choices. Elsewhere the op pushes. Inside the store-kind
- * band too the better form moves with the host (decision 0009).
+ * under W/2, the history reaching back to the output), or inside that
+ * trial's bands (W/2 to 2 W) the shape's store-kind trial holds a cached
+ * verdict. There the stores are cached whatever the form, and an op of a
+ * store-kind trial is out of the band (unsampled: see below), so the two
+ * trials never time each other's choices. Elsewhere the op pushes, but
+ * for those cached ops (below). Inside the store-kind band too the better
+ * form moves with the host (decision 0009).
  *
  * The schedule of a shape: COLL_FORM_SETTLE ops push (a program's first
  * ops pay page faults and a cold cache), then the trial: COLL_FORM_HALF
@@ -36,17 +37,27 @@
  *
  * Agreement: every rank steps the schedule at each AllGather's post, band
  * or not, so all ranks are at the same step of the same shape (every rank
- * posts the same sequence of ops). A rank's post says push (out of the
- * band), pull, or push by choice (COLL_FORM_*); the op pulls only when no
- * post said push and more than half asked to pull (coll_form_pulls), which
- * every rank reads alike, so a pulling rank never meets a pushing one. The
- * first op after a trial carries each rank's vote, and every rank takes
- * the form that op ran as the verdict (coll_form_agree): the holds, and so
- * the next trials, stay in step. Before, each rank kept its own verdict:
+ * posts the same sequence of ops). A rank's post asks to pull or not, and
+ * vetoes pulling when its stores are not cached (COLL_FORM_*); the op pulls
+ * only when no post vetoed and more than half asked (coll_form_pulls),
+ * which every rank reads alike, so a pulling rank never meets a pushing
+ * one. The first op after a trial carries each rank's vote, and every rank
+ * takes the posts' majority as the verdict (coll_form_agree): the holds,
+ * and so the next trials, stay in step. Before, each rank kept its own verdict:
  * at np 4 on two cores ranks split 3 to 1 in two runs of four, the ops
  * then pushed where most ranks found pull, and a rank whose hold ran out
  * early tried again at every op, its pull ops turned to push by its peers
  * (perf log 2026-12-07, night).
+ *
+ * The store-kind trial's cached ops (its own, and the settling and adopting
+ * ops of a shape in its band, where the stores are not yet settled) run the
+ * form the shape holds, unsampled: that trial then weighs what each of its
+ * verdicts would run, cached stores with the form found for them against
+ * streaming pushes. Pushing there instead, it weighed cached pushes, and
+ * where pulling was what made cached stores win (np 2, 8 MiB of output,
+ * reused) a later trial went back to streaming, which no form trial could
+ * leave (perf log 2026-12-07, night). Streaming ops veto: the form trial
+ * times only cached stores.
  */
 #include "coll_internal.h"
 
@@ -154,32 +165,38 @@ int coll_allgather_pull_want(coll_reuse_t *r, const coll_tuning_t *tune, int nra
     }
     size_t min = tune != NULL ? tune->ag_pull_min : 0;
     if (out_bytes < COLL_AG_PUSH_MIN || r == NULL) {
-        return COLL_FORM_PUSH; /* below, every AllGather pulls */
+        return COLL_FORM_VETO; /* below, every AllGather pulls */
     }
     if (min > 0) { /* the fixed rule */
         int pull = out_bytes >= min && !coll_nt_expect(r, tune, nranks, in_bytes, out_bytes, out);
-        return pull ? COLL_FORM_PULL : COLL_FORM_PUSH;
+        return pull ? COLL_FORM_PULL : COLL_FORM_VETO;
     }
     coll_form_t *f = coll_form_slot(r, in_bytes, out_bytes);
     uint32_t step;
     int pull = coll_form_step(r, f, &step);
     r->form_op_slot = (int)(f - r->form) + 1;
     if (!coll_nt_settled_cached(r, tune, nranks, in_bytes, out_bytes, out)) {
-        return COLL_FORM_PUSH;
+        /* not the form trial's op: unsampled, and its pulling counts for no
+           trial; cached (a store-kind trial's), it runs the form held */
+        if (r->form_op_role == COLL_FORM_ROLE_PULL_RUN) {
+            r->form_op_role = 0;
+        }
+        int cached = !coll_nt_expect(r, tune, nranks, in_bytes, out_bytes, out);
+        return (f->pull ? COLL_FORM_PULL : 0) | (cached ? 0 : COLL_FORM_VETO);
     }
     /* the first op of each run is untimed */
     if (step != UINT32_MAX && step != 0 && coll_form_kind(step) == coll_form_kind(step - 1)) {
         r->form_pend_slot = (int)(f - r->form) + 1;
     }
-    return pull ? COLL_FORM_PULL : COLL_FORM_VOTE_PUSH;
+    return pull ? COLL_FORM_PULL : 0;
 }
 
-int coll_form_pulls(int pushes, int pulls, int nranks)
+int coll_form_pulls(int pulls, int nranks)
 {
-    return pushes == 0 && 2 * pulls > nranks;
+    return 2 * pulls > nranks;
 }
 
-void coll_form_agree(coll_reuse_t *r, int pull)
+void coll_form_agree(coll_reuse_t *r, int pull, int majority)
 {
     if (r == NULL) {
         return;
@@ -195,8 +212,8 @@ void coll_form_agree(coll_reuse_t *r, int pull)
     if (role == COLL_FORM_ROLE_PULL_RUN && pull) {
         f->pulled++;
     }
-    if (role == COLL_FORM_ROLE_VERDICT && f->pull != (pull != 0)) {
-        f->pull = pull != 0;
+    if (role == COLL_FORM_ROLE_VERDICT && f->pull != (majority != 0)) {
+        f->pull = majority != 0;
         ZC_DEBUG(ZC_SUB_COLL, "AllGather form trial %llu/%llu bytes: %s, as the ranks' majority",
                  (unsigned long long)f->in_bytes, (unsigned long long)f->out_bytes,
                  f->pull ? "pull" : "push");

@@ -276,29 +276,30 @@ typedef struct {
 int coll_allreduce_direct(const coll_args_t *a);
 int coll_allreduce_staged(const coll_args_t *a);
 int coll_allgather_direct(const coll_args_t *a); /* count = per-rank send count */
-/* What a rank's post says of an AllGather's form (coll_allgather_pull_want),
- * and the form the op runs from every rank's (coll_form_pulls). */
-#define COLL_FORM_PUSH 0      /* push: this rank's output is out of the form's band */
-#define COLL_FORM_PULL 1      /* asks to pull */
-#define COLL_FORM_VOTE_PUSH 2 /* in the band, and would rather push */
-/* What this rank's post says (COLL_FORM_*) of the next AllGather of the
- * communicator whose history is r, every rank reading in_bytes and writing
- * out_bytes, this rank's output at out? With tune->ag_pull_min set, pull
- * from that size when the output is probably cached (else push); with 0,
- * the default, as the shape's form trial says (coll_form.c). Steps that
+/* What a rank's post says of an AllGather's form (coll_allgather_pull_want):
+ * bits. */
+#define COLL_FORM_PULL 1 /* asks to pull; at the first op after a trial, votes pull */
+#define COLL_FORM_VETO 2 /* the op must push: this rank's stores are not cached */
+/* What this rank's post says (COLL_FORM_* bits) of the next AllGather of
+ * the communicator whose history is r, every rank reading in_bytes and
+ * writing out_bytes, this rank's output at out? With tune->ag_pull_min set,
+ * pull from that size when the output is probably cached (else veto); with
+ * 0, the default, as the shape's form trial says (coll_form.c). Steps that
  * trial: call it once per AllGather, at its post, on every rank; then
- * coll_form_agree with the form the op runs. */
+ * coll_form_agree with what the posts decided. */
 int coll_allgather_pull_want(coll_reuse_t *r, const coll_tuning_t *tune, int nranks,
                              size_t in_bytes, size_t out_bytes, const void *out);
-/* Does an AllGather pull, its ranks' posts holding `pushes` COLL_FORM_PUSH
- * and `pulls` COLL_FORM_PULL? Only when none is COLL_FORM_PUSH and more
- * than half ask to pull: the same answer on every rank. */
-int coll_form_pulls(int pushes, int pulls, int nranks);
-/* The form the AllGather posted last runs (1: pull), as coll_form_pulls
- * found from every rank's post: the first op after a form trial takes it as
- * the shape's verdict, so every rank holds the same and their schedules stay
- * in step. Call it on every rank for every AllGather, whatever its path. */
-void coll_form_agree(coll_reuse_t *r, int pull);
+/* Do more than half of nranks posts ask to pull (`pulls` have
+ * COLL_FORM_PULL)? An AllGather pulls when they do and no post has
+ * COLL_FORM_VETO: the same answer on every rank. */
+int coll_form_pulls(int pulls, int nranks);
+/* What the posts of the AllGather posted last decided: `pull`, the form the
+ * op runs (1: pull), and `majority`, whether more than half asked to pull
+ * (coll_form_pulls, vetoes aside). The first op after a form trial takes the
+ * majority as the shape's verdict, so every rank holds the same and their
+ * schedules stay in step. Call it on every rank for every AllGather,
+ * whatever its path. */
+void coll_form_agree(coll_reuse_t *r, int pull, int majority);
 int coll_allgather_staged(const coll_args_t *a);
 int coll_allgatherv_direct(const coll_args_t *a); /* recv_counts/recv_displs[r] */
 int coll_allgatherv_staged(const coll_args_t *a);

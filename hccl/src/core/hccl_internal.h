@@ -100,7 +100,7 @@ typedef struct {
     uint64_t send_bytes; /* extent of the send buffer this op touches */
     uint64_t recv_bytes;
     uint64_t posted_ns; /* when a large op was posted (CLOCK_MONOTONIC); 0: not stamped */
-    uint64_t pull;      /* AllGather: what my post says of its form, COLL_FORM_* (zh_op_post) */
+    uint64_t pull; /* AllGather: what my post says of its form, COLL_FORM_* bits (zh_op_post) */
     /* the V collectives' arrays follow the fixed part (zh_ctrl_v) */
 } zh_desc_t;
 

@@ -187,18 +187,19 @@ static uint64_t zh_op_start(const zh_desc_t *const *d, int nranks)
     return start;
 }
 
-/* Does the AllGather pull, as the ranks' posts say (coll_form_pulls)? The
- * same answer on every rank; the first post that says push ends the walk. */
-static int zh_op_pull(const zh_desc_t *const *d, int nranks)
+/* Does the AllGather pull, as the ranks' posts say? When none vetoes and
+ * more than half ask (coll_form_pulls, which *majority gets): the same
+ * answers on every rank. */
+static int zh_op_pull(const zh_desc_t *const *d, int nranks, int *majority)
 {
     int pulls = 0;
+    int veto = 0;
     for (int q = 0; q < nranks; q++) {
-        if (d[q]->pull == COLL_FORM_PUSH) {
-            return 0;
-        }
-        pulls += d[q]->pull == COLL_FORM_PULL;
+        veto |= (d[q]->pull & COLL_FORM_VETO) != 0;
+        pulls += (d[q]->pull & COLL_FORM_PULL) != 0;
     }
-    return coll_form_pulls(0, pulls, nranks);
+    *majority = coll_form_pulls(pulls, nranks);
+    return !veto && *majority;
 }
 
 /* Run the algorithm on user buffers (zero-copy) or CCL buffers, then exit. */
@@ -214,6 +215,7 @@ static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const 
     uint64_t *each = s->each;
     uint64_t staged = 0;
     zh_sync_t sync = {{zh_sync_barrier}, c};
+    int majority = 0;
     for (int q = 0; q < c->nranks; q++) {
         const zh_ctrl_t *pc = c->peers[q].ctrl;
         d[q] = &pc->desc[seq & 1u];
@@ -244,10 +246,10 @@ static int zh_op_algorithm(zh_comm_t *c, const zh_op_t *op, uint32_t seq, const 
         .tune = &c->tune,
         .reuse = &c->reuse,
         .start_ns = zh_op_start(d, c->nranks),
-        .pull = op->kind == ZH_OP_ALLGATHER && zh_op_pull(d, c->nranks),
+        .pull = op->kind == ZH_OP_ALLGATHER && zh_op_pull(d, c->nranks, &majority),
     };
     if (op->kind == ZH_OP_ALLGATHER) {
-        coll_form_agree(&c->reuse, a.pull); /* whichever path runs it */
+        coll_form_agree(&c->reuse, a.pull, majority); /* whichever path runs it */
     }
     int result = zc ? zh_op_direct(c, op, d, &a, in, out) : zh_op_staged(c, op, &a, ccl);
     result = zh_op_exit(c, result);

@@ -131,7 +131,7 @@ void zh_op_post(zh_comm_t *c, const zh_task_t *t)
     mine->pull = op->kind == ZH_OP_ALLGATHER
                      ? (uint64_t)coll_allgather_pull_want(&c->reuse, &c->tune, c->nranks,
                                                           op->send_bytes, op->recv_bytes, op->recv)
-                     : COLL_FORM_PUSH;
+                     : 0;
     int zc_ok = zh_mem_local_covers(c, mine->send_va, op->send_bytes) &&
                 zh_mem_local_covers(c, mine->recv_va, op->recv_bytes);
     for (int i = 0; i < ZH_V_ARRAYS; i++) {

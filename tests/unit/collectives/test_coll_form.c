@@ -34,13 +34,13 @@ typedef struct {
 /* Whether the last op's post made it a timed sample. */
 static int form_sampled;
 
-/* What rank 0's last post said (COLL_FORM_*). */
+/* What rank 0's last post said (COLL_FORM_* bits). */
 static int form_said;
 
 /* One AllGather of out_bytes per rank on buffer set i, on rank 0 of np, as
  * libhccl runs it: what the rank said at its post, and the op then ran what
- * the ranks' posts say, the peers' being `peers` (COLL_FORM_*, or -1: as
- * rank 0's). Returns whether rank 0 asked to pull. */
+ * the ranks' posts say, the peers' being `peers` (COLL_FORM_* bits, or -1:
+ * as rank 0's). Returns whether rank 0 asked to pull. */
 static int form_op_peers(coll_reuse_t *r, const coll_tuning_t *tune, int np, int i,
                          size_t out_bytes, const form_times_t *t, int peers)
 {
@@ -51,10 +51,11 @@ static int form_op_peers(coll_reuse_t *r, const coll_tuning_t *tune, int np, int
     form_said = want;
     form_sampled = r != NULL && r->form_pend_slot != 0;
     int peer = peers < 0 ? want : peers;
-    int pushes = (want == COLL_FORM_PUSH) + (np - 1) * (peer == COLL_FORM_PUSH);
-    int pulls = (want == COLL_FORM_PULL) + (np - 1) * (peer == COLL_FORM_PULL);
-    int pull = coll_form_pulls(pushes, pulls, np);
-    coll_form_agree(r, pull);
+    int veto = (want | peer) & COLL_FORM_VETO;
+    int majority =
+        coll_form_pulls((want & COLL_FORM_PULL) + (np - 1) * (peer & COLL_FORM_PULL), np);
+    int pull = !veto && majority;
+    coll_form_agree(r, pull, majority);
     coll_form_ran(r, pull, 1);
     coll_args_t a;
     memset(&a, 0, sizeof(a));
@@ -73,7 +74,7 @@ static int form_op_peers(coll_reuse_t *r, const coll_tuning_t *tune, int np, int
 static int form_op_peer(coll_reuse_t *r, const coll_tuning_t *tune, int np, int i, size_t out_bytes,
                         const form_times_t *t, int peer_pushes)
 {
-    return form_op_peers(r, tune, np, i, out_bytes, t, peer_pushes ? COLL_FORM_VOTE_PUSH : -1);
+    return form_op_peers(r, tune, np, i, out_bytes, t, peer_pushes ? 0 : -1);
 }
 
 static int form_op(coll_reuse_t *r, int i, size_t out_bytes, const form_times_t *t)
@@ -152,7 +153,7 @@ static void test_form_untimed(void **state)
         for (int k = 0; k < FORM_OPS; k++) {
             int kind = k >= FORM_HALF && k < FORM_HALF + FORM_RUN;
             assert_int_equal(coll_allgather_pull_want(&r, &form_tune, 2, MIB, 2 * MIB, FORM_BUF(1)),
-                             kind ? COLL_FORM_PULL : COLL_FORM_VOTE_PUSH);
+                             kind ? COLL_FORM_PULL : 0);
         }
     }
     const form_times_t push_wins = {{800, 1000}};
@@ -185,14 +186,16 @@ static void test_form_band(void **state)
         assert_int_equal(want, 0);
     }
     /* no history: a NULL reuse never asks */
-    assert_int_equal(coll_allgather_pull_want(NULL, &form_tune, 2, MIB, 2 * MIB, FORM_BUF(1)), 0);
+    assert_int_equal(coll_allgather_pull_want(NULL, &form_tune, 2, MIB, 2 * MIB, FORM_BUF(1)),
+                     COLL_FORM_VETO);
 }
 
 /* Inside the store-kind trial's band (3 MiB: 9 MiB of data, W / 2 to W)
  * the form trial runs only while that trial holds a cached verdict: its
- * own ops (and the ops before its verdict is adopted) push, unsampled, so
- * neither trial times the other's choices; then pull wins, and it is asked
- * for only where the stores are settled cached. */
+ * own ops (and the ops before its verdict is adopted) are unsampled, so
+ * neither trial times the other's choices; they run the form the shape
+ * holds where their stores are cached and push where they stream. Pull
+ * wins, and from then on the store-kind trials' cached ops pull too. */
 static void test_form_in_kind_band(void **state)
 {
     (void)state;
@@ -201,8 +204,11 @@ static void test_form_in_kind_band(void **state)
     const form_times_t pull_wins = {{1000, 500}};
     int first_pull = -1;
     int pulls = 0;
+    int unsettled_pulls = 0;
     for (int k = 0; k < 400; k++) {
         int settled = coll_nt_settled_cached(&r, &form_tune, 2, 3 * MIB / 2, 3 * MIB, FORM_BUF(1));
+        int streams = coll_nt_expect(&r, &form_tune, 2, 3 * MIB / 2, 3 * MIB, FORM_BUF(1));
+        int held = r.form[0].pull;
         /* the store-kind trial's step for this op: its trial and the op
            adopting its verdict are 16 to 28 (4 ops cached, 4 streaming, 4
            cached) */
@@ -212,8 +218,10 @@ static void test_form_in_kind_band(void **state)
             assert_false(settled);
         }
         if (!settled) {
-            assert_int_equal(want, 0);
+            assert_int_equal(want, held && !streams);
+            assert_int_equal(form_said & COLL_FORM_VETO, streams ? COLL_FORM_VETO : 0);
             assert_false(form_sampled);
+            unsettled_pulls += want;
         }
         first_pull = want && first_pull < 0 ? k : first_pull;
         pulls += want;
@@ -228,6 +236,10 @@ static void test_form_in_kind_band(void **state)
     assert_true(first_pull >= held);
     assert_true(first_pull <= held + FORM_OPS + FORM_HALF);
     assert_true(pulls > 400 / 2);
+    /* the second store-kind trial (ops 92-103: 64 ops after the first's
+       verdict) ran its 8 cached ops and the op adopting its verdict with
+       the pull held; its verdict, the prior again, holds past op 400 */
+    assert_int_equal(unsettled_pulls, 9);
 }
 
 /* np 4, 1 MiB of output (5 MiB of data): the settling ops and a trial in
@@ -256,7 +268,7 @@ static void test_form_majority(void **state)
     /* rank 0 found push, the other three pull: pull, held 256 ops */
     memset(&r, 0, sizeof(r));
     assert_int_equal(form_vote(&r, &push_wins, COLL_FORM_PULL), 1);
-    assert_int_equal(form_said, COLL_FORM_VOTE_PUSH);
+    assert_int_equal(form_said, 0);
     for (int k = 1; k < FORM_HOLD_PULL; k++) {
         assert_int_equal(form_op_peers(&r, &form_tune, 4, 0, MIB, &push_wins, -1), 1);
     }
@@ -264,21 +276,22 @@ static void test_form_majority(void **state)
     assert_int_equal(r.form[0].step, FORM_SETTLE + 1); /* the next trial's second op */
     /* rank 0 found pull, the other three push: push, held 1,024 ops */
     memset(&r, 0, sizeof(r));
-    assert_int_equal(form_vote(&r, &pull_wins, COLL_FORM_VOTE_PUSH), 0);
+    assert_int_equal(form_vote(&r, &pull_wins, 0), 0);
     assert_int_equal(form_said, COLL_FORM_PULL);
     for (int k = 1; k < FORM_HOLD_PUSH; k++) {
         assert_int_equal(form_op_peers(&r, &form_tune, 4, 0, MIB, &pull_wins, -1), 0);
-        assert_int_equal(form_said, COLL_FORM_VOTE_PUSH);
+        assert_int_equal(form_said, 0);
     }
     assert_int_equal(r.form[0].step, FORM_SETTLE);
-    /* two of four ask to pull: a tie pushes; a rank out of the band pushes */
+    /* three peers out of the band, voting pull: the op pushes, but the
+       majority is the verdict all the same */
     memset(&r, 0, sizeof(r));
-    assert_int_equal(form_vote(&r, &pull_wins, COLL_FORM_VOTE_PUSH), 0);
-    assert_int_equal(coll_form_pulls(0, 2, 4), 0);
-    assert_int_equal(coll_form_pulls(0, 3, 4), 1);
-    assert_int_equal(coll_form_pulls(1, 3, 4), 0);
-    assert_int_equal(coll_form_pulls(0, 2, 2), 1);
-    assert_int_equal(coll_form_pulls(0, 1, 2), 0);
+    assert_int_equal(form_vote(&r, &push_wins, COLL_FORM_PULL | COLL_FORM_VETO), 1);
+    /* two of four ask to pull: a tie is no majority */
+    assert_int_equal(coll_form_pulls(2, 4), 0);
+    assert_int_equal(coll_form_pulls(3, 4), 1);
+    assert_int_equal(coll_form_pulls(2, 2), 1);
+    assert_int_equal(coll_form_pulls(1, 2), 0);
 }
 
 /* A peer that asked to push turns the trial's pull ops to push: they are
