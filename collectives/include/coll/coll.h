@@ -279,7 +279,7 @@ int coll_allgather_direct(const coll_args_t *a); /* count = per-rank send count 
 /* What a rank's post says of an AllGather's form (coll_allgather_pull_want):
  * bits. */
 #define COLL_FORM_PULL 1 /* asks to pull; at the first op after a trial, votes pull */
-#define COLL_FORM_VETO 2 /* the op must push: this rank's stores are not cached */
+#define COLL_FORM_VETO 2 /* the op must push: this rank streams, or asks by no trial or rule */
 /* What this rank's post says (COLL_FORM_* bits) of the next AllGather of
  * the communicator whose history is r, every rank reading in_bytes and
  * writing out_bytes, this rank's output at out? With tune->ag_pull_min set,
