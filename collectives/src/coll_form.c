@@ -56,8 +56,15 @@
  * streaming pushes. Pushing there instead, it weighed cached pushes, and
  * where pulling was what made cached stores win (np 2, 8 MiB of output,
  * reused) a later trial went back to streaming, which no form trial could
- * leave (perf log 2026-12-07, night). Streaming ops veto: the form trial
- * times only cached stores.
+ * leave (perf log 2026-12-07, night). Before a form trial has found a
+ * verdict (none runs until a store-kind trial keeps cached stores), those
+ * cached ops pull in the shape's odd store-kind trials (the first) and push
+ * in its even ones (coll_form_held): where cached stores won only by
+ * pulling, a first trial that weighed cached pushes found streaming ahead,
+ * and every later one weighed them again (np 2, 8 MiB of output, a run
+ * streaming 95 % of its ops at 65.8 % of the reference's cached pull; perf
+ * log 2026-12-07, late). Streaming ops veto: the form trial times only
+ * cached stores.
  */
 #include "coll_internal.h"
 
@@ -154,6 +161,20 @@ static int coll_form_step(coll_reuse_t *r, coll_form_t *f, uint32_t *trial_step)
     return coll_form_kind(step);
 }
 
+/* The form a store-kind trial's cached ops (and a shape's settling and
+ * adopting ops in its band) run: the verdict once a form trial has found
+ * one; before that pull in the shape's odd store-kind trials (the first:
+ * cached stores suit pulling, where each rank writes only its own output)
+ * and push in its even ones, so the kind trial weighs both forms of cached
+ * stores against streaming in turn; the settling ops push. */
+static int coll_form_held(const coll_reuse_t *r, const coll_form_t *f)
+{
+    if (f->found) {
+        return f->pull;
+    }
+    return coll_nt_trial_number(r, f->in_bytes, f->out_bytes) % 2 == 1;
+}
+
 int coll_allgather_pull_want(coll_reuse_t *r, const coll_tuning_t *tune, int nranks,
                              size_t in_bytes, size_t out_bytes, const void *out)
 {
@@ -182,7 +203,7 @@ int coll_allgather_pull_want(coll_reuse_t *r, const coll_tuning_t *tune, int nra
             r->form_op_role = 0;
         }
         int cached = !coll_nt_expect(r, tune, nranks, in_bytes, out_bytes, out);
-        return (f->pull ? COLL_FORM_PULL : 0) | (cached ? 0 : COLL_FORM_VETO);
+        return (coll_form_held(r, f) ? COLL_FORM_PULL : 0) | (cached ? 0 : COLL_FORM_VETO);
     }
     /* the first op of each run is untimed */
     if (step != UINT32_MAX && step != 0 && coll_form_kind(step) == coll_form_kind(step - 1)) {
@@ -211,6 +232,9 @@ void coll_form_agree(coll_reuse_t *r, int pull, int majority)
     coll_form_t *f = &r->form[slot - 1];
     if (role == COLL_FORM_ROLE_PULL_RUN && pull) {
         f->pulled++;
+    }
+    if (role == COLL_FORM_ROLE_VERDICT) {
+        f->found = 1;
     }
     if (role == COLL_FORM_ROLE_VERDICT && f->pull != (majority != 0)) {
         f->pull = majority != 0;

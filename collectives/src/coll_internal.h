@@ -138,6 +138,10 @@ void coll_nt_learn(coll_reuse_t *r, uint64_t ns);
 int coll_nt_settled_cached(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks,
                            size_t in_bytes, size_t out_bytes, const void *out);
 
+/** The number of the shape's store-kind trial under way or last held
+ *  (1 for the first), 0 while it settles or when it has none. */
+uint32_t coll_nt_trial_number(const coll_reuse_t *r, size_t in_bytes, size_t out_bytes);
+
 /** AllGather's form trial (coll_form.c): the op ran the direct push or
  *  pull (pull says which) from start_ns, the op's common start (0:
  *  unknown); the op is over on every rank (coll_nt_done calls it); the

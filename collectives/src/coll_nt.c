@@ -451,6 +451,12 @@ static const coll_trial_t *coll_trial_find(const coll_reuse_t *r, size_t in_byte
     return NULL;
 }
 
+uint32_t coll_nt_trial_number(const coll_reuse_t *r, size_t in_bytes, size_t out_bytes)
+{
+    const coll_trial_t *t = coll_trial_find(r, in_bytes, out_bytes);
+    return t != NULL ? t->number : 0;
+}
+
 int coll_nt_settled_cached(const coll_reuse_t *r, const coll_tuning_t *tune, int nranks,
                            size_t in_bytes, size_t out_bytes, const void *out)
 {

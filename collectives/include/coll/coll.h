@@ -169,6 +169,7 @@ typedef struct {
     uint32_t used;                /* coll_reuse_t.forms when last used */
     uint32_t pulled;              /* ops of this trial's pull run that pulled */
     int pull;                     /* the verdict: the ranks' majority, as the op ran it */
+    int found;                    /* a trial has reached a verdict (pull is one) */
 } coll_form_t;
 
 typedef struct {

@@ -37,6 +37,15 @@ static int form_sampled;
 /* What rank 0's last post said (COLL_FORM_* bits). */
 static int form_said;
 
+/* The store kind rank 0 of np chooses for an AllGather on ins / outs (the
+ * op noted in the history). */
+static int form_kind(coll_reuse_t *r, const coll_tuning_t *tune, int np, const void **ins,
+                     void **outs, size_t in_bytes, size_t out_bytes)
+{
+    coll_args_t a = {.nranks = np, .in = ins, .out = outs, .tune = tune, .reuse = r};
+    return coll_nt_choose(&a, in_bytes, out_bytes);
+}
+
 /* One AllGather of out_bytes per rank on buffer set i, on rank 0 of np, as
  * libhccl runs it: what the rank said at its post, and the op then ran what
  * the ranks' posts say, the peers' being `peers` (COLL_FORM_* bits, or -1:
@@ -57,14 +66,7 @@ static int form_op_peers(coll_reuse_t *r, const coll_tuning_t *tune, int np, int
     int pull = !veto && majority;
     coll_form_agree(r, pull, majority);
     coll_form_ran(r, pull, 1);
-    coll_args_t a;
-    memset(&a, 0, sizeof(a));
-    a.nranks = np;
-    a.in = ins;
-    a.out = outs;
-    a.tune = tune;
-    a.reuse = r;
-    (void)coll_nt_choose(&a, in_bytes, out_bytes); /* the op's store kind, noted */
+    (void)form_kind(r, tune, np, ins, outs, in_bytes, out_bytes); /* noted */
     coll_form_learn(r, t->ns[pull]);
     return want == COLL_FORM_PULL;
 }
@@ -163,8 +165,9 @@ static void test_form_untimed(void **state)
 /* Outside the band the op pushes, untimed, however fast pulling would be:
  * under 512 KiB of output (every AllGather pulls there anyway), data the
  * store-kind trial holds streaming (6 MiB: 18 MiB of data, streaming its
- * prior, and no timings to overturn it) or that streams by size, and
- * outputs the history says were evicted. */
+ * prior, and no timings to overturn it; only that trial's cached run
+ * pulls, before any form verdict) or that streams by size, and outputs the
+ * history says were evicted. */
 static void test_form_band(void **state)
 {
     (void)state;
@@ -174,7 +177,9 @@ static void test_form_band(void **state)
         coll_reuse_t r;
         memset(&r, 0, sizeof(r));
         for (int k = 0; k < 2 * (FORM_SETTLE + FORM_OPS); k++) {
-            assert_int_equal(form_op(&r, 0, sizes[s], &pull_wins), 0);
+            int cached = !coll_nt_expect(&r, &form_tune, 2, sizes[s] / 2, sizes[s], FORM_BUF(1));
+            int kind_trial_pulls = s == 1 && cached && r.trial[0].number % 2 == 1;
+            assert_int_equal(form_op(&r, 0, sizes[s], &pull_wins), kind_trial_pulls);
             assert_false(form_sampled);
         }
     }
@@ -205,10 +210,11 @@ static void test_form_in_kind_band(void **state)
     int first_pull = -1;
     int pulls = 0;
     int unsettled_pulls = 0;
+    int first_settled_pull = -1;
     for (int k = 0; k < 400; k++) {
         int settled = coll_nt_settled_cached(&r, &form_tune, 2, 3 * MIB / 2, 3 * MIB, FORM_BUF(1));
         int streams = coll_nt_expect(&r, &form_tune, 2, 3 * MIB / 2, 3 * MIB, FORM_BUF(1));
-        int held = r.form[0].pull;
+        int held = r.form[0].found ? r.form[0].pull : r.trial[0].number % 2 == 1;
         /* the store-kind trial's step for this op: its trial and the op
            adopting its verdict are 16 to 28 (4 ops cached, 4 streaming, 4
            cached) */
@@ -224,22 +230,73 @@ static void test_form_in_kind_band(void **state)
             unsettled_pulls += want;
         }
         first_pull = want && first_pull < 0 ? k : first_pull;
+        first_settled_pull = want && settled && first_settled_pull < 0 ? k : first_settled_pull;
         pulls += want;
     }
-    /* the store-kind trial settles (16 ops), tries (12) and adopts (1); the
-       form trial under way meanwhile (16 settling ops, then 10 out of the
-       band) had no sample and started again at op 26: at op 29, the first
-       in the band, it is at its pull run's first op. The first pull comes
-       within one form trial of the store-kind verdict. */
+    /* the store-kind trial settles (16 ops), tries (12) and adopts (1); its
+       cached ops pull from its second (op 17: the first still reads trial
+       number 0). The form trial under way meanwhile (16 settling ops, then
+       10 out of the band) had no sample and started again at op 26: at op
+       29, the first in the band, it is at its pull run's first op. The
+       first pull in the band comes within one form trial of the store-kind
+       verdict. */
     const int held = FORM_SETTLE + KIND_TRIAL_OPS + 1;
-    assert_int_equal(first_pull, FORM_SETTLE + FORM_OPS + FORM_HALF);
-    assert_true(first_pull >= held);
-    assert_true(first_pull <= held + FORM_OPS + FORM_HALF);
+    assert_int_equal(first_pull, FORM_SETTLE + 1);
+    assert_int_equal(first_settled_pull, FORM_SETTLE + FORM_OPS + FORM_HALF);
+    assert_true(first_settled_pull >= held);
+    assert_true(first_settled_pull <= held + FORM_OPS + FORM_HALF);
     assert_true(pulls > 400 / 2);
-    /* the second store-kind trial (ops 92-103: 64 ops after the first's
-       verdict) ran its 8 cached ops and the op adopting its verdict with
-       the pull held; its verdict, the prior again, holds past op 400 */
-    assert_int_equal(unsettled_pulls, 9);
+    /* unsettled pulls: the first trial's cached ops but its first (7) and
+       the op adopting its verdict, before any form verdict; the second
+       store-kind trial (ops 92-103: 64 ops after the first's verdict), its
+       8 cached ops and its adopting op with the pull held. Its verdict, the
+       prior again, holds past op 400 */
+    assert_int_equal(unsettled_pulls, 7 + 1 + 9);
+}
+
+/* The same band (3 MiB of output, 9 MiB of data at np 2: W/2..W), where
+ * cached stores win only when they push: cached pulls take 1,000 ns,
+ * streaming ones 800, cached pushes 500. With no form verdict yet the first
+ * store-kind trial's cached ops pull and streaming wins it; the second's
+ * push, from its second op on (op 93: 16 settling ops, 12 of the trial, a
+ * hold of 64, then the trial's first op, which still reads the first
+ * trial's number), and cached wins; the form trial then finds push. Every
+ * kind trial weighing one form only would stream for good. */
+static void test_form_kind_tries_both(void **state)
+{
+    (void)state;
+    coll_reuse_t r;
+    memset(&r, 0, sizeof(r));
+    size_t out_bytes = 3 * MIB;
+    size_t in_bytes = out_bytes / 2;
+    const void *ins[TC_MAXR] = {FORM_BUF(0)};
+    void *outs[TC_MAXR] = {FORM_BUF(1)};
+    int first_cached_push = -1; /* after the settling ops */
+    int cached_pulls = 0;
+    int nt = 0;
+    int pull = 0;
+    for (int k = 0; k < 400; k++) {
+        int want = coll_allgather_pull_want(&r, &form_tune, 2, in_bytes, out_bytes, outs[0]);
+        int majority = coll_form_pulls(2 * (want & COLL_FORM_PULL), 2); /* both ranks alike */
+        pull = !(want & COLL_FORM_VETO) && majority;
+        coll_form_agree(&r, pull, majority);
+        coll_form_ran(&r, pull, 1);
+        nt = form_kind(&r, &form_tune, 2, ins, outs, in_bytes, out_bytes);
+        uint64_t ns = nt ? 800 : pull ? 1000 : 500;
+        coll_nt_learn(&r, ns);
+        coll_form_learn(&r, ns);
+        if (k > FORM_SETTLE && !nt && !pull && first_cached_push < 0) {
+            first_cached_push = k;
+        }
+        cached_pulls += !nt && pull;
+    }
+    assert_int_equal(first_cached_push, FORM_SETTLE + KIND_TRIAL_OPS + 64 + 1);
+    /* the first kind trial's but its first (7; its adopting op streams),
+       the second's first; then the form trial's pull run (4) */
+    assert_int_equal(cached_pulls, 7 + 1 + FORM_RUN);
+    assert_int_equal(nt, 0);
+    assert_int_equal(pull, 0);
+    assert_int_equal(r.form[0].found, 1);
 }
 
 /* np 4, 1 MiB of output (5 MiB of data): the settling ops and a trial in
@@ -364,7 +421,7 @@ int main(void)
         cmocka_unit_test(test_form_band),      cmocka_unit_test(test_form_peer_pushed),
         cmocka_unit_test(test_form_shapes),    cmocka_unit_test(test_form_fixed_rule),
         cmocka_unit_test(test_form_untimed),   cmocka_unit_test(test_form_in_kind_band),
-        cmocka_unit_test(test_form_majority),
+        cmocka_unit_test(test_form_majority),  cmocka_unit_test(test_form_kind_tries_both),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
